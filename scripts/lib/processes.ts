@@ -1,0 +1,102 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const bin = (name: string) => path.join(root, "node_modules/.bin", name);
+
+type Env = Record<string, string | undefined>;
+
+export type Service = { name: string; url: string; child: ChildProcess; stop: () => Promise<void> };
+
+export async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.exitCode !== null) throw new Error(`process for ${url} exited with code ${child.exitCode}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      if (res.status < 500) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, quiet: boolean) {
+  const child = spawn(command, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", quiet ? "ignore" : "inherit", "inherit"],
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return { service: { name, url: baseUrl, child, stop } as Service, ready: waitForHttp(healthUrl, 120_000, child) };
+}
+
+/** The simulated payment gateway, on its own port with its own database. */
+export async function startGateway(opts: { port: number; databaseUrl: string; quiet?: boolean }): Promise<Service> {
+  const url = `http://127.0.0.1:${opts.port}`;
+  const { service, ready } = startService(
+    "gateway",
+    bin("tsx"),
+    ["src/gateway-sim/server.ts"],
+    { GATEWAY_PORT: String(opts.port), GATEWAY_DATABASE_URL: opts.databaseUrl },
+    `${url}/health`,
+    url,
+    opts.quiet ?? false,
+  );
+  await ready;
+  return service;
+}
+
+/** The Next.js app from the production build (`next build` must have run). */
+export async function startApp(opts: { port: number; env: Env; quiet?: boolean }): Promise<Service> {
+  const url = `http://127.0.0.1:${opts.port}`;
+  const { service, ready } = startService(
+    "app",
+    bin("next"),
+    ["start", "-p", String(opts.port), "-H", "127.0.0.1"],
+    opts.env,
+    `${url}/api/health`,
+    url,
+    opts.quiet ?? false,
+  );
+  await ready;
+  return service;
+}
+
+export function startSweeper(env: Env): Service {
+  const child = spawn(bin("tsx"), ["src/worker/sweeper.ts"], { cwd: root, env: { ...process.env, ...env }, stdio: "inherit" });
+  return {
+    name: "sweeper",
+    url: "",
+    child,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Runs a command to completion, inheriting output; rejects on a non-zero exit. */
+export function run(command: string, args: string[], env: Env = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command.includes("/") ? command : bin(command), args, {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: "inherit",
+    });
+    child.on("exit", (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(" ")} failed (${signal ?? `exit ${code}`})`)),
+    );
+  });
+}

@@ -1,0 +1,12 @@
+import { db, poolUsage } from "~/server/db";
+import { jsonResponse } from "~/server/http/apiError";
+import { handleApi } from "~/server/http/handleApi";
+
+export const dynamic = "force-dynamic";
+
+export async function GET() {
+  return handleApi(async () => {
+    await db.$queryRaw`SELECT 1`;
+    return jsonResponse(200, JSON.stringify({ status: "ok", database: "ok", pool: poolUsage }));
+  });
+}

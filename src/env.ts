@@ -1,0 +1,43 @@
+import { z } from "zod";
+
+/**
+ * Every environment variable the server reads, parsed once at start-up.
+ * A bad value stops the process with a message naming the variable, instead of
+ * surfacing later as a confusing runtime error.
+ */
+const schema = z
+  .object({
+    NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+    DATABASE_URL: z.string().url().default("mysql://root@127.0.0.1:3306/charges"),
+    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
+    GATEWAY_URL: z.string().url().default("http://127.0.0.1:4010"),
+    /** How long one gateway call may take before its outcome is treated as unknown. */
+    GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /** The longest a charge can take: in_progress rows older than this are reaped. */
+    REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(5 * 60_000),
+    SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
+    PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1_000),
+    IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
+    /** Largest accepted request body, in bytes. */
+    MAX_BODY_BYTES: z.coerce.number().int().min(256).default(16_384),
+    /** Keyless traffic must be zero for this long before enforcing is called safe. */
+    SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
+    SESSION_SECRET: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)"),
+  })
+  .refine((env) => env.GATEWAY_TIMEOUT_MS < env.REAP_AFTER_MS, {
+    path: ["REAP_AFTER_MS"],
+    message: "must be longer than GATEWAY_TIMEOUT_MS, or the sweeper could reap a charge that is still running",
+  });
+
+export type Env = z.infer<typeof schema>;
+
+function parseEnv(): Env {
+  const parsed = schema.safeParse(process.env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
+    throw new Error(`Invalid environment variables (see .env.example):\n${problems.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+export const env = parseEnv();

@@ -1,0 +1,34 @@
+/**
+ * The simulated gateway's test cards, in the spirit of Stripe's magic tokens.
+ *   tok_visa, tok_mastercard, tok_amex  succeed
+ *   tok_declined                        declines (card_declined)
+ *   tok_insufficient_funds              declines (insufficient_funds)
+ *   tok_slow_<ms>                       succeeds, answering after <ms> (at most 120000)
+ *   tok_error                           fails with 500 and charges nothing (outcome unknown to the caller)
+ *   anything else                       declines (invalid_token)
+ */
+export type Behaviour =
+  | { kind: "succeed"; delayMs: number }
+  | { kind: "decline"; code: string; message: string }
+  | { kind: "error" };
+
+export const MAX_SLOW_MS = 120_000;
+
+export function behaviourFor(cardToken: string): Behaviour {
+  const slow = /^tok_slow_(\d{1,6})$/.exec(cardToken);
+  if (slow) return { kind: "succeed", delayMs: Math.min(Number(slow[1]), MAX_SLOW_MS) };
+  switch (cardToken) {
+    case "tok_visa":
+    case "tok_mastercard":
+    case "tok_amex":
+      return { kind: "succeed", delayMs: 0 };
+    case "tok_declined":
+      return { kind: "decline", code: "card_declined", message: "Your card was declined." };
+    case "tok_insufficient_funds":
+      return { kind: "decline", code: "insufficient_funds", message: "Your card has insufficient funds." };
+    case "tok_error":
+      return { kind: "error" };
+    default:
+      return { kind: "decline", code: "invalid_token", message: "No such card token." };
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * A stand-in payment provider, run as its own process with its own tables, so
+ * that what it charged survives the app being killed. It keeps its own
+ * idempotency: one charge per Idempotency-Key, forever the same answer.
+ *
+ *   POST /v1/charges                              (Idempotency-Key required)
+ *   GET  /v1/charges/by-idempotency-key/:key
+ *   GET  /health
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import * as mariadb from "mariadb";
+import { z } from "zod";
+import { behaviourFor } from "./behaviour";
+
+const config = z
+  .object({
+    GATEWAY_DATABASE_URL: z.string().url().default("mysql://root@127.0.0.1:3306/charges_gateway"),
+    GATEWAY_PORT: z.coerce.number().int().default(4010),
+  })
+  .parse(process.env);
+
+const SCHEMA = `CREATE TABLE IF NOT EXISTS sim_charges (
+  id VARCHAR(32) NOT NULL PRIMARY KEY,
+  idempotency_key VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  request_hash CHAR(64) NOT NULL,
+  amount_cents INT NOT NULL,
+  currency CHAR(3) NOT NULL,
+  customer_id VARCHAR(64) NULL,
+  card_token VARCHAR(64) NOT NULL,
+  status ENUM('succeeded', 'declined') NOT NULL,
+  decline_code VARCHAR(64) NULL,
+  message VARCHAR(255) NULL,
+  created_at DATETIME(6) NOT NULL,
+  respond_after DATETIME(6) NOT NULL,
+  UNIQUE KEY sim_charges_idempotency_key (idempotency_key)
+) DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`;
+
+const bodySchema = z.object({
+  amount_cents: z.number().int().positive(),
+  currency: z.string().length(3),
+  card_token: z.string().min(1).max(64),
+  customer_id: z.string().max(64).nullable().optional(),
+});
+
+type Row = {
+  id: string;
+  request_hash: string;
+  amount_cents: number;
+  currency: string;
+  customer_id: string | null;
+  status: "succeeded" | "declined";
+  decline_code: string | null;
+  message: string | null;
+  respond_after: Date;
+};
+
+function databaseOptions(url: string): mariadb.PoolConfig {
+  const u = new URL(url);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    database: decodeURIComponent(u.pathname.slice(1)),
+    connectionLimit: 20,
+    timezone: "Z",
+  };
+}
+
+async function ensureSchema(url: string) {
+  const { database, ...serverOptions } = databaseOptions(url);
+  const conn = await mariadb.createConnection(serverOptions);
+  await conn.query(`CREATE DATABASE IF NOT EXISTS \`${String(database).replaceAll("`", "")}\``);
+  await conn.query(`USE \`${String(database).replaceAll("`", "")}\``);
+  await conn.query(SCHEMA);
+  await conn.end();
+}
+
+await ensureSchema(config.GATEWAY_DATABASE_URL);
+const pool = mariadb.createPool(databaseOptions(config.GATEWAY_DATABASE_URL));
+
+function send(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { "Content-Type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+function toWire(row: Row) {
+  return {
+    id: row.id,
+    status: row.status,
+    amount_cents: row.amount_cents,
+    currency: row.currency,
+    customer_id: row.customer_id,
+    decline_code: row.decline_code,
+    message: row.message,
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function findByKey(key: string): Promise<Row | undefined> {
+  const rows: Row[] = await pool.query("SELECT * FROM sim_charges WHERE idempotency_key = ?", [key]);
+  return rows[0];
+}
+
+/** Answers when the charge is "done": a slow card answers late, whoever asks. */
+async function answer(res: ServerResponse, row: Row) {
+  const wait = new Date(row.respond_after).getTime() - Date.now();
+  if (wait > 0) await sleep(wait);
+  send(res, row.status === "succeeded" ? 200 : 402, toWire(row));
+}
+
+async function createCharge(req: IncomingMessage, res: ServerResponse) {
+  const key = req.headers["idempotency-key"];
+  if (typeof key !== "string" || key.length === 0 || key.length > 128) {
+    return send(res, 400, { error: { code: "idempotency_key_required", message: "Idempotency-Key is required" } });
+  }
+  const raw = await readBody(req);
+  let parsed: z.infer<typeof bodySchema>;
+  try {
+    parsed = bodySchema.parse(JSON.parse(raw));
+  } catch (error) {
+    return send(res, 400, { error: { code: "invalid_request", message: String(error) } });
+  }
+  const hash = createHash("sha256").update(raw).digest("hex");
+  const behaviour = behaviourFor(parsed.card_token);
+  if (behaviour.kind === "error") {
+    return send(res, 500, { error: { code: "processing_error", message: "Simulated processor failure" } });
+  }
+
+  const now = Date.now();
+  const row: Row = {
+    id: `gw_${randomBytes(12).toString("hex")}`,
+    request_hash: hash,
+    amount_cents: parsed.amount_cents,
+    currency: parsed.currency,
+    customer_id: parsed.customer_id ?? null,
+    status: behaviour.kind === "succeed" ? "succeeded" : "declined",
+    decline_code: behaviour.kind === "decline" ? behaviour.code : null,
+    message: behaviour.kind === "decline" ? behaviour.message : null,
+    respond_after: new Date(now + (behaviour.kind === "succeed" ? behaviour.delayMs : 0)),
+  };
+  try {
+    // The money moves here, before the (possibly slow) answer: a caller that
+    // gives up waiting has still been charged.
+    await pool.query(
+      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token, status,
+         decline_code, message, created_at, respond_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [row.id, key, hash, row.amount_cents, row.currency, row.customer_id, parsed.card_token, row.status,
+        row.decline_code, row.message, new Date(now), row.respond_after],
+    );
+  } catch (error) {
+    if ((error as { errno?: number }).errno !== 1062) throw error;
+    const existing = await findByKey(key);
+    if (!existing) return send(res, 500, { error: { code: "processing_error", message: "Lost a race; retry" } });
+    if (existing.request_hash !== hash) {
+      return send(res, 422, { error: { code: "idempotency_key_reused", message: "Key used with another payload" } });
+    }
+    return answer(res, existing);
+  }
+  return answer(res, row);
+}
+
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? "/", "http://gateway");
+  const byKey = /^\/v1\/charges\/by-idempotency-key\/(.+)$/.exec(url.pathname);
+  const handle = async () => {
+    if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);
+    if (req.method === "GET" && byKey) {
+      const row = await findByKey(decodeURIComponent(byKey[1]!));
+      return row ? send(res, 200, toWire(row)) : send(res, 404, { error: { code: "not_found", message: "No charge" } });
+    }
+    if (req.method === "GET" && url.pathname === "/health") {
+      await pool.query("SELECT 1");
+      return send(res, 200, { ok: true });
+    }
+    return send(res, 404, { error: { code: "not_found", message: "No such endpoint" } });
+  };
+  handle().catch((error) => {
+    console.error("gateway-sim:", error);
+    if (!res.headersSent) send(res, 500, { error: { code: "processing_error", message: "Internal error" } });
+  });
+});
+
+server.listen(config.GATEWAY_PORT, "127.0.0.1", () => {
+  console.log(`simulated gateway listening on http://127.0.0.1:${config.GATEWAY_PORT}`);
+});
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    server.close();
+    void pool.end().finally(() => process.exit(0));
+  });
+}

@@ -1,0 +1,65 @@
+import { randomBytes } from "node:crypto";
+import type { Charge, IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
+import { db } from "~/server/db";
+import type { GatewayCharge } from "~/server/gateway";
+import { isDuplicateKeyError } from "~/server/idempotency/isDuplicateKeyError";
+import { completeRequest, findRequest, type StoredResponse } from "~/server/idempotency/store";
+import { responseForCharge } from "./responses";
+
+export function newChargeId(): string {
+  return `ch_${randomBytes(12).toString("hex")}`;
+}
+
+function chargeFromGateway(apiClientId: number, gatewayCharge: GatewayCharge, gatewayKey: string, requestId: bigint | null): Charge {
+  return {
+    id: newChargeId(),
+    apiClientId,
+    customerId: gatewayCharge.customerId,
+    amountCents: gatewayCharge.amountCents,
+    currency: gatewayCharge.currency,
+    status: gatewayCharge.status === "succeeded" ? "succeeded" : "failed",
+    failureCode: gatewayCharge.declineCode,
+    gatewayChargeId: gatewayCharge.id,
+    gatewayIdempotencyKey: gatewayKey,
+    idempotentRequestId: requestId,
+    createdAt: new Date(),
+  };
+}
+
+class RequestAlreadyFinished extends Error {}
+
+/**
+ * Writes the local charge and completes its request record in ONE transaction,
+ * so there is never a charge without a stored response or the reverse. If the
+ * record was finished meanwhile (the sweeper reconciled it, or it was reaped),
+ * nothing is written and the stored response is returned instead.
+ */
+export async function recordChargeAndComplete(
+  request: IdempotentRequest,
+  gatewayCharge: GatewayCharge,
+  gatewayKey: string,
+  reapedAs: ReapOutcome | null = null,
+): Promise<StoredResponse | null> {
+  const charge = chargeFromGateway(request.apiClientId, gatewayCharge, gatewayKey, request.id);
+  const response = responseForCharge(charge);
+  try {
+    await db.$transaction(async (tx) => {
+      await tx.charge.create({ data: charge });
+      if (!(await completeRequest(tx, request.id, response, reapedAs))) throw new RequestAlreadyFinished();
+    });
+    return response;
+  } catch (error) {
+    if (!(error instanceof RequestAlreadyFinished) && !isDuplicateKeyError(error)) throw error;
+    const current = await findRequest(request.id);
+    if (current?.state !== "complete") return null;
+    console.warn(`request ${request.id} was finished by another process; answering its stored response`);
+    return { status: current.responseStatus ?? 500, body: current.responseBody ?? "" };
+  }
+}
+
+/** A keyless charge: nothing to complete, and nothing protects a retry of it. */
+export async function recordKeylessCharge(apiClientId: number, gatewayCharge: GatewayCharge, gatewayKey: string) {
+  const charge = chargeFromGateway(apiClientId, gatewayCharge, gatewayKey, null);
+  await db.charge.create({ data: charge });
+  return responseForCharge(charge);
+}

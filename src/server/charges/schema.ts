@@ -1,0 +1,39 @@
+import { z } from "zod";
+
+/**
+ * The body of POST /api/charges. Unknown fields are rejected rather than
+ * ignored, so a typo never turns into a silently different charge.
+ */
+export const createChargeSchema = z.strictObject({
+  amount_cents: z
+    .number({ error: "must be a number" })
+    .int("must be a whole number of cents")
+    .min(1, "must be at least 1")
+    .max(99_999_999, "must be at most 99999999"),
+  currency: z
+    .string({ error: "must be a string" })
+    .regex(/^[A-Za-z]{3}$/, "must be a three-letter ISO 4217 code, e.g. usd")
+    .transform((c) => c.toLowerCase()),
+  card_token: z
+    .string({ error: "must be a string" })
+    .regex(/^tok_[A-Za-z0-9_]{1,60}$/, "must be a card token such as tok_visa"),
+  customer_id: z
+    .string({ error: "must be a string" })
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'")
+    .nullish()
+    .transform((c) => c ?? null),
+});
+
+export type CreateChargeInput = z.infer<typeof createChargeSchema>;
+
+/** Field name -> messages, as returned in invalid_request errors. */
+export function fieldErrors(error: z.ZodError): Record<string, string[]> {
+  const fields: Record<string, string[]> = {};
+  for (const issue of error.issues) {
+    const name =
+      issue.code === "unrecognized_keys" ? issue.keys.join(", ") : issue.path.length > 0 ? issue.path.join(".") : "body";
+    const message = issue.code === "unrecognized_keys" ? "is not a known field" : issue.message;
+    (fields[name] ??= []).push(message);
+  }
+  return fields;
+}

@@ -1,0 +1,48 @@
+import { PrismaMariaDb } from "@prisma/adapter-mariadb";
+import * as mariadb from "mariadb";
+import { env } from "~/env";
+import { PrismaClient } from "~/generated/prisma/client";
+
+/**
+ * The one database pool and Prisma client of the process (kept across Next.js
+ * hot reloads). Prisma reads and writes DATETIME values as UTC; raw SQL must
+ * compare them with UTC_TIMESTAMP(), never NOW().
+ */
+function createDatabase() {
+  const url = new URL(env.DATABASE_URL);
+  const pool = mariadb.createPool({
+    host: url.hostname,
+    port: Number(url.port || 3306),
+    user: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+    database: decodeURIComponent(url.pathname.slice(1)),
+    connectionLimit: env.DATABASE_POOL_SIZE,
+    // Fail fast when the database is gone instead of queueing requests for long.
+    acquireTimeout: 5_000,
+    connectTimeout: 5_000,
+    prepareCacheLength: 0,
+  });
+
+  // The high-water mark of connections in use: the gateway is slow, the pool
+  // must not be what runs out (benchmarks read this through /api/health).
+  const usage = { active: 0, maxActive: 0, limit: env.DATABASE_POOL_SIZE };
+  pool.on("acquire", () => {
+    usage.active += 1;
+    usage.maxActive = Math.max(usage.maxActive, usage.active);
+  });
+  pool.on("release", () => {
+    usage.active = Math.max(0, usage.active - 1);
+  });
+
+  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool) });
+  return { prisma, usage };
+}
+
+const globalForDb = globalThis as unknown as { database?: ReturnType<typeof createDatabase> };
+const database = globalForDb.database ?? createDatabase();
+if (env.NODE_ENV !== "production") globalForDb.database = database;
+
+export const db = database.prisma;
+export const poolUsage = database.usage;
+export type Db = typeof db;
+export type DbTransaction = Parameters<Parameters<Db["$transaction"]>[0]>[0];

@@ -1,0 +1,21 @@
+import { createHash } from "node:crypto";
+
+/**
+ * The idempotency key sent to the payment gateway, derived from the client's key
+ * so that every retry of one operation reaches the gateway under the same key
+ * and a charge that got there is never made again, even after the app lost
+ * track of it (crash, timeout, reaped record).
+ *
+ * Scoped by route and API client so two clients' keys never meet, and by the
+ * request record's id so that a key reused after its 24 h lifetime (a new
+ * operation, by Stripe's rules) is a new charge at the gateway too.
+ */
+export function deriveGatewayKey(parts: {
+  route: string;
+  apiClientId: number;
+  idempotencyKey: string;
+  requestId: bigint;
+}): string {
+  const material = ["charges-gateway-key-v1", parts.route, parts.apiClientId, parts.idempotencyKey, parts.requestId].join("\n");
+  return `gk_${createHash("sha256").update(material).digest("hex")}`;
+}

@@ -1,0 +1,131 @@
+import { env } from "~/env";
+import { db, type DbTransaction } from "~/server/db";
+import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
+import { isDuplicateKeyError } from "./isDuplicateKeyError";
+
+export type StoredResponse = { status: number; body: string };
+
+export type ClaimInput = { idempotencyKey: string; route: string; apiClientId: number; requestHash: string };
+
+export type ClaimResult =
+  /** This process owns the key now and must finish (complete or release) it. */
+  | { kind: "claimed"; request: IdempotentRequest }
+  | { kind: "replay"; response: StoredResponse }
+  | { kind: "in_progress" }
+  /** Another payload, or another client's key: nothing about it is revealed. */
+  | { kind: "key_reused" };
+
+/** A claim can lose a race with a delete (prune, expiry); a few rounds settle it. */
+const MAX_CLAIM_ROUNDS = 3;
+
+/**
+ * Takes ownership of (key, route) by INSERTing the record: the unique index
+ * decides between concurrent requests, there is no check-then-insert. The loser
+ * reads the winner's record and gets a replay, a 409 or a 422.
+ */
+export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResult> {
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+    const now = new Date();
+    try {
+      const request = await db.idempotentRequest.create({
+        data: {
+          idempotencyKey: input.idempotencyKey,
+          route: input.route,
+          apiClientId: input.apiClientId,
+          requestHash: input.requestHash,
+          state: "in_progress",
+          lockedAt: now,
+          createdAt: now,
+          updatedAt: now,
+          expiresAt: new Date(now.getTime() + env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000),
+        },
+      });
+      return { kind: "claimed", request };
+    } catch (error) {
+      if (!isDuplicateKeyError(error)) throw error;
+    }
+
+    const existing = await db.idempotentRequest.findUnique({
+      where: { idempotencyKey_route: { idempotencyKey: input.idempotencyKey, route: input.route } },
+    });
+    if (!existing) continue; // deleted between our insert and our read: try again
+
+    if (existing.expiresAt <= now) {
+      // Past its lifetime the key names a new operation. Whoever deletes the old
+      // record first wins; everyone then races on the insert again.
+      await db.idempotentRequest.deleteMany({ where: { id: existing.id, expiresAt: { lte: now } } });
+      continue;
+    }
+
+    if (existing.apiClientId !== input.apiClientId || existing.requestHash !== input.requestHash) {
+      await recordKeyReuse(existing, input);
+      return { kind: "key_reused" };
+    }
+
+    if (existing.state === "complete") {
+      return { kind: "replay", response: { status: existing.responseStatus ?? 500, body: existing.responseBody ?? "" } };
+    }
+
+    if (existing.lockedAt === null) {
+      // Released after an unknown gateway outcome: the first retry re-takes it and
+      // calls the gateway again under the same derived key.
+      const retaken = await db.idempotentRequest.updateMany({
+        where: { id: existing.id, state: "in_progress", lockedAt: null },
+        data: { lockedAt: now, updatedAt: now },
+      });
+      if (retaken.count === 1) return { kind: "claimed", request: { ...existing, lockedAt: now, updatedAt: now } };
+    }
+    return { kind: "in_progress" };
+  }
+  throw new Error(`could not claim idempotency key after ${MAX_CLAIM_ROUNDS} rounds`);
+}
+
+async function recordKeyReuse(existing: IdempotentRequest, input: ClaimInput) {
+  await db.keyReuseAttempt.create({
+    data: {
+      idempotencyKey: input.idempotencyKey,
+      route: input.route,
+      apiClientId: input.apiClientId,
+      ownerApiClientId: existing.apiClientId,
+      storedHash: existing.requestHash,
+      attemptedHash: input.requestHash,
+    },
+  });
+}
+
+/**
+ * Stores the outcome, inside the caller's transaction (the same one that records
+ * the charge). Applies only while the record is still in_progress; false means
+ * someone else (the sweeper) finished it first and the caller must roll back.
+ */
+export async function completeRequest(
+  tx: DbTransaction,
+  requestId: bigint,
+  response: StoredResponse,
+  reapedAs: ReapOutcome | null = null,
+): Promise<boolean> {
+  const updated = await tx.idempotentRequest.updateMany({
+    where: { id: requestId, state: "in_progress" },
+    data: {
+      state: "complete",
+      responseStatus: response.status,
+      responseBody: response.body,
+      lockedAt: null,
+      reapedAs,
+      updatedAt: new Date(),
+    },
+  });
+  return updated.count === 1;
+}
+
+/** Gives the key back after an unknown outcome, so a retry can take it again. */
+export async function releaseClaim(requestId: bigint): Promise<void> {
+  await db.idempotentRequest.updateMany({
+    where: { id: requestId, state: "in_progress" },
+    data: { lockedAt: null, updatedAt: new Date() },
+  });
+}
+
+export async function findRequest(requestId: bigint) {
+  return db.idempotentRequest.findUnique({ where: { id: requestId } });
+}

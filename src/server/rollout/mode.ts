@@ -1,0 +1,33 @@
+import { z } from "zod";
+import { db } from "~/server/db";
+
+/**
+ * The rollout of the Idempotency-Key header: `optional` accepts keyless charges
+ * (and counts them), `required` rejects them with 400. Stored in the database so
+ * every app instance switches at once, without a deploy.
+ */
+export const idempotencyModeSchema = z.enum(["optional", "required"]);
+export type IdempotencyMode = z.infer<typeof idempotencyModeSchema>;
+
+const SETTING = "idempotency_mode";
+export const DEFAULT_MODE: IdempotencyMode = "optional";
+
+export async function getIdempotencyMode(): Promise<IdempotencyMode> {
+  const row = await db.setting.findUnique({ where: { name: SETTING } });
+  const parsed = idempotencyModeSchema.safeParse(row?.value);
+  return parsed.success ? parsed.data : DEFAULT_MODE;
+}
+
+/** Switches the mode and writes the audit log entry, atomically. */
+export async function setIdempotencyMode(mode: IdempotencyMode, staffUserId: number) {
+  return db.$transaction(async (tx) => {
+    const current = await tx.setting.findUnique({ where: { name: SETTING } });
+    const fromMode = idempotencyModeSchema.safeParse(current?.value).data ?? DEFAULT_MODE;
+    await tx.setting.upsert({
+      where: { name: SETTING },
+      create: { name: SETTING, value: mode },
+      update: { value: mode },
+    });
+    return tx.rolloutAuditLog.create({ data: { staffUserId, fromMode, toMode: mode } });
+  });
+}

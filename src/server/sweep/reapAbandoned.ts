@@ -1,0 +1,69 @@
+import { env } from "~/env";
+import type { IdempotentRequest } from "~/generated/prisma/client";
+import { recordChargeAndComplete } from "~/server/charges/recordCharge";
+import { db } from "~/server/db";
+import { deriveGatewayKey, gateway } from "~/server/gateway";
+import { errorBody } from "~/server/http/apiError";
+import { completeRequest } from "~/server/idempotency/store";
+
+export type ReapResult = { reaped: number; reconciled: number; skipped: number };
+
+/**
+ * Finishes in_progress records that nobody is working on any more (the process
+ * crashed, or a released claim was never retried). Before giving up on one it
+ * asks the gateway under the derived key: if the money moved, the local charge
+ * is written and the record completes with the real 201.
+ *
+ * Safe with several instances: a record is leased with a conditional UPDATE
+ * first, and only the instance whose UPDATE matched goes on with it.
+ */
+export async function reapAbandoned({
+  olderThanMs = env.REAP_AFTER_MS,
+  batchSize = 100,
+}: { olderThanMs?: number; batchSize?: number } = {}): Promise<ReapResult> {
+  const result: ReapResult = { reaped: 0, reconciled: 0, skipped: 0 };
+  const now = new Date();
+  const cutoff = new Date(now.getTime() - olderThanMs);
+  const candidates = await db.idempotentRequest.findMany({
+    where: { state: "in_progress", updatedAt: { lt: cutoff } },
+    orderBy: { updatedAt: "asc" },
+    take: batchSize,
+  });
+
+  for (const candidate of candidates) {
+    const lease = await db.idempotentRequest.updateMany({
+      where: { id: candidate.id, state: "in_progress", updatedAt: { lt: cutoff } },
+      data: { lockedAt: now, updatedAt: now },
+    });
+    if (lease.count !== 1) continue; // another instance, or a retry, got there first
+    try {
+      const outcome = await finishAbandoned(candidate);
+      result[outcome] += 1;
+    } catch (error) {
+      // Gateway unreachable, say: the lease expires and the next sweep tries again.
+      console.error(`sweep: could not finish request ${candidate.id}:`, (error as Error).message);
+      result.skipped += 1;
+    }
+  }
+  return result;
+}
+
+async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "reconciled"> {
+  const gatewayKey = deriveGatewayKey({
+    route: request.route,
+    apiClientId: request.apiClientId,
+    idempotencyKey: request.idempotencyKey,
+    requestId: request.id,
+  });
+  const charged = await gateway.findByIdempotencyKey(gatewayKey);
+  if (charged) {
+    await recordChargeAndComplete(request, charged, gatewayKey, "reconciled");
+    return "reconciled";
+  }
+  const abandoned = {
+    status: 500,
+    body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
+  };
+  await db.$transaction((tx) => completeRequest(tx, request.id, abandoned, "abandoned"));
+  return "reaped";
+}
