@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Charge, IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { db } from "~/server/db";
+import { retryOnLockConflict } from "~/server/dbConflicts";
 import type { GatewayCharge } from "~/server/gateway";
 import { isDuplicateKeyError } from "~/server/idempotency/isDuplicateKeyError";
 import { completeRequest, findRequest, type StoredResponse } from "~/server/idempotency/store";
@@ -43,10 +44,12 @@ export async function recordChargeAndComplete(
   const charge = chargeFromGateway(request.apiClientId, gatewayCharge, gatewayKey, request.id);
   const response = responseForCharge(charge);
   try {
-    await db.$transaction(async (tx) => {
-      await tx.charge.create({ data: charge });
-      if (!(await completeRequest(tx, request.id, response, reapedAs))) throw new RequestAlreadyFinished();
-    });
+    await retryOnLockConflict(() =>
+      db.$transaction(async (tx) => {
+        await tx.charge.create({ data: charge });
+        if (!(await completeRequest(tx, request.id, response, reapedAs))) throw new RequestAlreadyFinished();
+      }),
+    );
     return response;
   } catch (error) {
     if (!(error instanceof RequestAlreadyFinished) && !isDuplicateKeyError(error)) throw error;

@@ -1,5 +1,6 @@
 import { env } from "~/env";
 import { db, type DbTransaction } from "~/server/db";
+import { isLockConflictError } from "~/server/dbConflicts";
 import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { isDuplicateKeyError } from "./isDuplicateKeyError";
 
@@ -42,6 +43,7 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
       });
       return { kind: "claimed", request };
     } catch (error) {
+      if (isLockConflictError(error)) continue; // InnoDB picked this insert as a deadlock victim: try again
       if (!isDuplicateKeyError(error)) throw error;
     }
 

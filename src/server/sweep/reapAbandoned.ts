@@ -2,6 +2,7 @@ import { env } from "~/env";
 import type { IdempotentRequest } from "~/generated/prisma/client";
 import { recordChargeAndComplete } from "~/server/charges/recordCharge";
 import { db } from "~/server/db";
+import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import { deriveGatewayKey, gateway } from "~/server/gateway";
 import { errorBody } from "~/server/http/apiError";
 import { completeRequest } from "~/server/idempotency/store";
@@ -31,11 +32,7 @@ export async function reapAbandoned({
   });
 
   for (const candidate of candidates) {
-    const lease = await db.idempotentRequest.updateMany({
-      where: { id: candidate.id, state: "in_progress", updatedAt: { lt: cutoff } },
-      data: { lockedAt: now, updatedAt: now },
-    });
-    if (lease.count !== 1) continue; // another instance, or a retry, got there first
+    if (!(await lease(candidate.id, cutoff, now))) continue; // another instance, or a retry, got there first
     try {
       const outcome = await finishAbandoned(candidate);
       result[outcome] += 1;
@@ -46,6 +43,20 @@ export async function reapAbandoned({
     }
   }
   return result;
+}
+
+/** Takes a stale record for this sweeper; false when someone else holds or finished it. */
+async function lease(id: bigint, cutoff: Date, now: Date): Promise<boolean> {
+  try {
+    const updated = await db.$executeRaw`
+      UPDATE idempotent_requests SET locked_at = ${now}, updated_at = ${now}
+      WHERE id = ${id} AND state = 'in_progress' AND updated_at < ${cutoff}`;
+    return updated === 1;
+  } catch (error) {
+    // A lock conflict here means another sweeper is leasing the same record.
+    if (isLockConflictError(error)) return false;
+    throw error;
+  }
 }
 
 async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "reconciled"> {
@@ -64,6 +75,6 @@ async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "
     status: 500,
     body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
   };
-  await db.$transaction((tx) => completeRequest(tx, request.id, abandoned, "abandoned"));
+  await retryOnLockConflict(() => db.$transaction((tx) => completeRequest(tx, request.id, abandoned, "abandoned")));
   return "reaped";
 }

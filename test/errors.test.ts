@@ -1,0 +1,242 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
+
+let apiKey: string;
+let clientId: number;
+before(async () => ({ apiKey, id: clientId } = await newApiClient("errors")));
+after(closeConnections);
+
+function assertError(res: { status: number; json: any; text: string }, status: number, code: string) {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.json?.error?.code, code, res.text);
+  assert.equal(typeof res.json.error.message, "string");
+}
+
+async function storedRecords(key: string) {
+  return db.idempotentRequest.count({ where: { idempotencyKey: key } });
+}
+
+describe("authentication", () => {
+  test("no Authorization header -> 401", async () => {
+    assertError(await postCharge({ key: uniqueKey() }), 401, "unauthorized");
+  });
+  test("unknown API key -> 401, nothing stored", async () => {
+    const key = uniqueKey();
+    assertError(await postCharge({ apiKey: "sk_test_not_a_real_key", key }), 401, "unauthorized");
+    assert.equal(await storedRecords(key), 0);
+  });
+});
+
+describe("request validation happens before any key is claimed", () => {
+  test("invalid fields -> 400 invalid_request with field messages, nothing stored", async () => {
+    const key = uniqueKey();
+    const res = await postCharge({ apiKey, key, body: { amount_cents: -5, currency: "dollars", card_token: "visa", extra: 1 } });
+    assertError(res, 400, "invalid_request");
+    assert.deepEqual(Object.keys(res.json.error.fields).sort(), ["amount_cents", "card_token", "currency", "extra"]);
+    assert.equal(await storedRecords(key), 0);
+    // The key is still free: a corrected request with it succeeds.
+    assert.equal((await postCharge({ apiKey, key })).status, 201);
+  });
+  test("missing fields are named", async () => {
+    const res = await postCharge({ apiKey, key: uniqueKey(), body: {} });
+    assertError(res, 400, "invalid_request");
+    assert.ok(res.json.error.fields.amount_cents && res.json.error.fields.currency && res.json.error.fields.card_token);
+  });
+  test("malformed JSON -> 400 invalid_json", async () => {
+    assertError(await postCharge({ apiKey, key: uniqueKey(), rawBody: '{"amount_cents": 10,' }), 400, "invalid_json");
+  });
+  test("a JSON array or string is not a charge -> 400 invalid_request", async () => {
+    assertError(await postCharge({ apiKey, key: uniqueKey(), rawBody: "[1,2]" }), 400, "invalid_request");
+    assertError(await postCharge({ apiKey, key: uniqueKey(), rawBody: '"hello"' }), 400, "invalid_request");
+  });
+  test("non-UTF-8 body -> 400 invalid_json", async () => {
+    const bytes = Buffer.concat([Buffer.from('{"currency":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    assertError(await postCharge({ apiKey, key: uniqueKey(), rawBody: bytes }), 400, "invalid_json");
+  });
+  test("body over the limit -> 413 body_too_large, nothing stored", async () => {
+    const key = uniqueKey();
+    const huge = JSON.stringify({ ...chargeBody(), padding: "x".repeat(100_000) });
+    assertError(await postCharge({ apiKey, key, rawBody: huge }), 413, "body_too_large");
+    assert.equal(await storedRecords(key), 0);
+  });
+  test("wrong Content-Type -> 415", async () => {
+    assertError(
+      await postCharge({ apiKey, key: uniqueKey(), rawBody: "amount=1", headers: { "Content-Type": "application/x-www-form-urlencoded" } }),
+      415,
+      "unsupported_media_type",
+    );
+  });
+});
+
+describe("Idempotency-Key header", () => {
+  test("65 characters -> 400 invalid_idempotency_key", async () => {
+    assertError(await postCharge({ apiKey, key: "k".repeat(65) }), 400, "invalid_idempotency_key");
+  });
+  test("64 characters is accepted", async () => {
+    assert.equal((await postCharge({ apiKey, key: `${Date.now()}`.padEnd(64, "k") })).status, 201);
+  });
+  test("empty -> 400 invalid_idempotency_key", async () => {
+    assertError(await postCharge({ apiKey, key: '""' }), 400, "invalid_idempotency_key");
+  });
+  test("the structured-field form \"key\" is the same key as key", async () => {
+    const key = uniqueKey();
+    const body = chargeBody();
+    const first = await postCharge({ apiKey, key: `"${key}"`, body });
+    const second = await postCharge({ apiKey, key, body });
+    assert.equal(first.status, 201);
+    assert.equal(second.headers.get("idempotent-replay"), "true");
+  });
+  test("keys are case-sensitive", async () => {
+    const key = uniqueKey("CaseKey");
+    const body = chargeBody();
+    assert.equal((await postCharge({ apiKey, key, body })).status, 201);
+    const other = await postCharge({ apiKey, key: key.toLowerCase(), body });
+    assert.equal(other.status, 201);
+    assert.equal(other.headers.get("idempotent-replay"), null);
+  });
+});
+
+describe("replays and reuse", () => {
+  test("sequential retry after completion -> same body and Idempotent-Replay: true", async () => {
+    const key = uniqueKey();
+    const body = chargeBody();
+    const first = await postCharge({ apiKey, key, body });
+    assert.equal(first.status, 201);
+    assert.equal(first.headers.get("idempotent-replay"), null);
+    const retry = await postCharge({ apiKey, key, body });
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get("idempotent-replay"), "true");
+    assert.equal(retry.text, first.text);
+  });
+
+  test("reordered JSON keys are the same request -> replay", async () => {
+    const key = uniqueKey();
+    const body = chargeBody();
+    const first = await postCharge({ apiKey, key, body });
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    const retry = await postCharge({ apiKey, key, rawBody: JSON.stringify(reordered, null, 2) });
+    assert.equal(retry.headers.get("idempotent-replay"), "true");
+    assert.equal(retry.text, first.text);
+  });
+
+  test("same key, changed amount -> 422 idempotency_key_reused, recorded, no second charge", async () => {
+    const key = uniqueKey();
+    const body = chargeBody();
+    await postCharge({ apiKey, key, body });
+    const res = await postCharge({ apiKey, key, body: { ...body, amount_cents: body.amount_cents + 1 } });
+    assertError(res, 422, "idempotency_key_reused");
+    const attempts = await db.keyReuseAttempt.findMany({ where: { idempotencyKey: key } });
+    assert.equal(attempts.length, 1);
+    assert.notEqual(attempts[0]!.storedHash, attempts[0]!.attemptedHash);
+    assert.equal((await localCharges(body.customer_id)).length, 1);
+  });
+
+  test("another client's key never reveals its response -> 422", async () => {
+    const other = await newApiClient("other");
+    const key = uniqueKey();
+    const body = chargeBody();
+    const mine = await postCharge({ apiKey, key, body });
+    const theirs = await postCharge({ apiKey: other.apiKey, key, body });
+    assertError(theirs, 422, "idempotency_key_reused");
+    assert.ok(!theirs.text.includes(mine.json.id), "the other client's charge id does not leak");
+    const attempt = await db.keyReuseAttempt.findFirstOrThrow({ where: { idempotencyKey: key } });
+    assert.equal(attempt.apiClientId, other.id);
+    assert.equal(attempt.ownerApiClientId, clientId);
+  });
+
+  test("the same key on another route is a different record", async () => {
+    const { claimIdempotencyKey } = await import("~/server/idempotency/store");
+    const key = uniqueKey();
+    await postCharge({ apiKey, key });
+    const elsewhere = await claimIdempotencyKey({ idempotencyKey: key, route: "POST /api/refunds", apiClientId: clientId, requestHash: "0".repeat(64) });
+    assert.equal(elsewhere.kind, "claimed");
+    const onCharges = await claimIdempotencyKey({ idempotencyKey: key, route: CHARGES_ROUTE, apiClientId: clientId, requestHash: "0".repeat(64) });
+    assert.equal(onCharges.kind, "key_reused");
+  });
+
+  test("GET is not wrapped: an Idempotency-Key on it changes nothing", async () => {
+    const created = await postCharge({ apiKey, key: uniqueKey() });
+    const res = await fetch(`${APP_URL}/api/charges/${created.json.id}`, {
+      headers: { Authorization: `Bearer ${apiKey}`, "Idempotency-Key": "get-key" },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(await db.idempotentRequest.count({ where: { idempotencyKey: "get-key" } }), 0);
+  });
+
+  test("a request still running -> 409 request_in_progress with Retry-After", async () => {
+    const key = uniqueKey();
+    const body = chargeBody({ card_token: "tok_slow_1500" });
+    const first = postCharge({ apiKey, key, body });
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await postCharge({ apiKey, key, body });
+    assertError(second, 409, "request_in_progress");
+    assert.equal(second.headers.get("retry-after"), "2");
+    assert.equal((await first).status, 201);
+  });
+});
+
+describe("gateway outcomes", () => {
+  test("decline -> 402 card_declined, stored and replayed", async () => {
+    const key = uniqueKey();
+    const body = chargeBody({ card_token: "tok_declined" });
+    const first = await postCharge({ apiKey, key, body });
+    assertError(first, 402, "card_declined");
+    assert.match(first.json.error.charge, /^ch_/);
+    const retry = await postCharge({ apiKey, key, body });
+    assert.equal(retry.status, 402);
+    assert.equal(retry.headers.get("idempotent-replay"), "true");
+    assert.equal(retry.text, first.text);
+    assert.equal((await gatewayCharges(body.customer_id)).length, 1, "the gateway was asked once");
+  });
+
+  test("gateway error -> 503 with Retry-After, claim released, retry allowed", async () => {
+    const key = uniqueKey();
+    const body = chargeBody({ card_token: "tok_error" });
+    const first = await postCharge({ apiKey, key, body });
+    assertError(first, 503, "gateway_unavailable");
+    assert.equal(first.headers.get("retry-after"), "2");
+    const record = await db.idempotentRequest.findFirstOrThrow({ where: { idempotencyKey: key } });
+    assert.equal(record.state, "in_progress");
+    assert.equal(record.lockedAt, null, "released");
+    // The retry takes the claim again and reaches the gateway again (not a 409).
+    assertError(await postCharge({ apiKey, key, body }), 503, "gateway_unavailable");
+    // A different payload under the released key is still a reuse.
+    assertError(await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), 422, "idempotency_key_reused");
+  });
+
+  test("gateway slower than its timeout -> 503; the retry gets the charge the gateway made, once", async () => {
+    const key = uniqueKey();
+    // GATEWAY_TIMEOUT_MS is 5000 in tests; the gateway charges at once but answers after 6 s.
+    const body = chargeBody({ card_token: "tok_slow_6000" });
+    assertError(await postCharge({ apiKey, key, body }), 503, "gateway_unavailable");
+    const retry = await postCharge({ apiKey, key, body });
+    assert.equal(retry.status, 201, retry.text);
+    assert.equal((await gatewayCharges(body.customer_id)).length, 1, "the gateway charged once");
+    assert.equal((await localCharges(body.customer_id)).length, 1);
+  });
+});
+
+describe("reading charges", () => {
+  test("GET /api/charges/:id for its owner; 404 for anyone else", async () => {
+    const created = await postCharge({ apiKey, key: uniqueKey() });
+    const mine = await fetch(`${APP_URL}/api/charges/${created.json.id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+    assert.equal(mine.status, 200);
+    assert.deepEqual(await mine.json(), created.json);
+    const other = await newApiClient("reader");
+    const theirs = await fetch(`${APP_URL}/api/charges/${created.json.id}`, { headers: { Authorization: `Bearer ${other.apiKey}` } });
+    assertError({ status: theirs.status, json: await theirs.json(), text: "" }, 404, "not_found");
+  });
+  test("unknown paths and methods answer in the error format", async () => {
+    const res = await fetch(`${APP_URL}/api/nothing-here`);
+    assertError({ status: res.status, json: await res.json(), text: "" }, 404, "not_found");
+    const put = await fetch(`${APP_URL}/api/charges`, { method: "PUT" });
+    assertError({ status: put.status, json: await put.json(), text: "" }, 405, "method_not_allowed");
+  });
+  test("GET /api/health checks the database", async () => {
+    const res = await fetch(`${APP_URL}/api/health`);
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).database, "ok");
+  });
+});
