@@ -41,7 +41,7 @@ try {
     .map((f) => `test/${f}`)
     .filter((f) => filters.length === 0 || filters.some((filter) => f.includes(filter)));
   // One file at a time: the fault tests kill and restart servers.
-  await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
+  await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-force-exit", "--test-reporter=spec", ...files], testEnv).catch((e) =>
     failures.push(String(e)),
   );
   if (filters.length === 0) {

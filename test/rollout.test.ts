@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { hourBucket } from "~/server/rollout/counters";
+import { getIdempotencyMode, setIdempotencyMode } from "~/server/rollout/mode";
+import { chargeBody, closeConnections, db, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
+
+let apiKey: string;
+let clientId: number;
+let staffId: number;
+before(async () => {
+  ({ apiKey, id: clientId } = await newApiClient("rollout"));
+  staffId = (
+    await db.staffUser.create({ data: { email: `rollout-${Date.now()}@example.com`, name: "Rollout", role: "engineer", passwordHash: "x" } })
+  ).id;
+});
+after(async () => {
+  await setIdempotencyMode("optional", staffId);
+  await closeConnections();
+});
+
+const bucket = () =>
+  db.requestCountBucket.findUniqueOrThrow({ where: { apiClientId_bucketStart: { apiClientId: clientId, bucketStart: hourBucket(new Date()) } } });
+
+describe("rollout of the Idempotency-Key header", () => {
+  test("optional mode: keyless requests are served, and counted apart from keyed ones", async () => {
+    assert.equal(await getIdempotencyMode(), "optional");
+    const keyless = await Promise.all([1, 2, 3].map(() => postCharge({ apiKey, body: chargeBody() })));
+    assert.deepEqual(keyless.map((r) => r.status), [201, 201, 201]);
+    await postCharge({ apiKey, key: uniqueKey() });
+    const counts = await bucket();
+    assert.equal(counts.keyless, 3);
+    assert.equal(counts.keyed, 1);
+    assert.ok(counts.lastKeylessAt);
+  });
+
+  test("optional mode: a keyless retry is a second charge (why the header matters)", async () => {
+    const body = chargeBody();
+    await postCharge({ apiKey, body });
+    await postCharge({ apiKey, body });
+    assert.equal((await localCharges(body.customer_id)).length, 2);
+  });
+
+  test("required mode: keyless -> 400 idempotency_key_required, nothing charged; keyed still works", async () => {
+    await setIdempotencyMode("required", staffId);
+    const body = chargeBody();
+    const res = await postCharge({ apiKey, body });
+    assert.equal(res.status, 400);
+    assert.equal(res.json.error.code, "idempotency_key_required");
+    assert.equal((await localCharges(body.customer_id)).length, 0);
+    assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);
+    const log = await db.rolloutAuditLog.findFirstOrThrow({ where: { staffUserId: staffId }, orderBy: { id: "desc" } });
+    assert.equal(log.fromMode, "optional");
+    assert.equal(log.toMode, "required");
+  });
+
+  test("back to optional: keyless accepted again", async () => {
+    await setIdempotencyMode("optional", staffId);
+    assert.equal((await postCharge({ apiKey, body: chargeBody() })).status, 201);
+  });
+});
