@@ -1,0 +1,42 @@
+import { db } from "~/server/db";
+
+export type Granularity = "hour" | "day";
+
+type SeriesRow = { bucket: Date | string; keyed: bigint | number; keyless: bigint | number };
+type ClientRow = { api_client_id: number; name: string; key_prefix: string; keyed: bigint | number; keyless: bigint | number; last_keyless_at: Date | string | null };
+
+const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(`${v.replace(" ", "T")}Z`));
+const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : keyless / (keyed + keyless));
+
+/**
+ * Keyless share of POST /api/charges over time and per API client, from the
+ * hourly buckets. A client is "still to chase" while it sends keyless requests.
+ */
+export async function keylessTraffic(opts: { granularity: Granularity; since: Date }) {
+  const bucketExpr = opts.granularity === "hour" ? "bucket_start" : "CAST(DATE(bucket_start) AS DATETIME)";
+  const series = await db.$queryRawUnsafe<SeriesRow[]>(
+    `SELECT ${bucketExpr} AS bucket, SUM(keyed) AS keyed, SUM(keyless) AS keyless
+       FROM request_count_buckets WHERE bucket_start >= ? GROUP BY bucket ORDER BY bucket`,
+    opts.since,
+  );
+  const clients = await db.$queryRawUnsafe<ClientRow[]>(
+    `SELECT b.api_client_id, c.name, c.key_prefix, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless, MAX(b.last_keyless_at) AS last_keyless_at
+       FROM request_count_buckets b JOIN api_clients c ON c.id = b.api_client_id
+      WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name, c.key_prefix ORDER BY keyless DESC, c.name`,
+    opts.since,
+  );
+  const lastKeyless = await db.requestCountBucket.aggregate({ _max: { lastKeylessAt: true } });
+  return {
+    series: series.map((r) => ({ bucket: toDate(r.bucket), keyed: Number(r.keyed), keyless: Number(r.keyless), keylessShare: share(Number(r.keyless), Number(r.keyed)) })),
+    clients: clients.map((r) => ({
+      apiClientId: r.api_client_id,
+      name: r.name,
+      keyPreview: `${r.key_prefix}…`,
+      keyed: Number(r.keyed),
+      keyless: Number(r.keyless),
+      keylessShare: share(Number(r.keyless), Number(r.keyed)),
+      lastKeylessAt: r.last_keyless_at ? toDate(r.last_keyless_at) : null,
+    })),
+    lastKeylessAt: lastKeyless._max.lastKeylessAt,
+  };
+}
