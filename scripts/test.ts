@@ -21,6 +21,11 @@ const filters = process.argv.slice(2);
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
 
+// Known staff passwords and a demo API key for the browser tests.
+Object.assign(process.env, config.env, { DEMO_SUPPORT_PASSWORD: "support-test-password", DEMO_ENGINEER_PASSWORD: "engineer-test-password" });
+const { seedDemo } = await import("./lib/seed");
+const demo = await seedDemo();
+
 await run("next", ["build"], { ...config.env, NODE_ENV: "production" });
 
 const testEnv = {
@@ -28,6 +33,11 @@ const testEnv = {
   TEST_APP_URL: `http://127.0.0.1:${config.appPort}`,
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,
+  TEST_API_KEY: demo.apiKey,
+  TEST_SUPPORT_EMAIL: "support@example.com",
+  TEST_SUPPORT_PASSWORD: "support-test-password",
+  TEST_ENGINEER_EMAIL: "engineer@example.com",
+  TEST_ENGINEER_PASSWORD: "engineer-test-password",
 };
 
 const services: Service[] = [];
@@ -41,7 +51,7 @@ try {
     .map((f) => `test/${f}`)
     .filter((f) => filters.length === 0 || filters.some((filter) => f.includes(filter)));
   // One file at a time: the fault tests kill and restart servers.
-  await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-force-exit", "--test-reporter=spec", ...files], testEnv).catch((e) =>
+  await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
     failures.push(String(e)),
   );
   if (filters.length === 0) {
@@ -57,3 +67,4 @@ if (failures.length > 0) {
   process.exit(1);
 }
 console.log("\nall tests passed");
+process.exit(0);

@@ -34,7 +34,7 @@ function createDatabase() {
     usage.active = Math.max(0, usage.active - 1);
   });
 
-  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool) });
+  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool, { disposeExternalPool: true }) });
   return { prisma, usage };
 }
 
