@@ -5,7 +5,8 @@
  * the API/integration tests (node:test) and the browser tests (Playwright) run.
  *
  *   npm test                 everything
- *   npm test -- test/sweep   only node:test files whose path contains "test/sweep" (no browser tests)
+ *   npm test -- test/sweep   only the node:test files whose path contains "test/sweep"
+ *   npm test -- e2e          only the browser tests
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -17,6 +18,9 @@ import { run, startApp, startGateway, type Service } from "./lib/processes";
 loadDotEnv();
 const config = testConfig();
 const filters = process.argv.slice(2);
+const nodeFilters = filters.filter((f) => !f.startsWith("e2e"));
+const runNodeTests = filters.length === 0 || nodeFilters.length > 0;
+const runBrowserTests = filters.length === 0 || filters.some((f) => f.startsWith("e2e"));
 
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
@@ -49,12 +53,14 @@ try {
   const files = readdirSync(path.join(root, "test"))
     .filter((f) => f.endsWith(".test.ts"))
     .map((f) => `test/${f}`)
-    .filter((f) => filters.length === 0 || filters.some((filter) => f.includes(filter)));
-  // One file at a time: the fault tests kill and restart servers.
-  await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
-    failures.push(String(e)),
-  );
-  if (filters.length === 0) {
+    .filter((f) => nodeFilters.length === 0 || nodeFilters.some((filter) => f.includes(filter)));
+  if (runNodeTests) {
+    // One file at a time: the fault tests kill and restart servers.
+    await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
+      failures.push(String(e)),
+    );
+  }
+  if (runBrowserTests) {
     await run("playwright", ["test"], testEnv).catch((e) => failures.push(String(e)));
   }
 } finally {

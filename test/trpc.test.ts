@@ -62,7 +62,7 @@ describe("tRPC procedures", () => {
       assert.equal(found.requests.length, 1, `search ${query}`);
       assert.equal(found.requests[0]!.idempotencyKey, key);
     }
-    const detail = await caller.requests.byId({ id: (await caller.requests.search({ query: key })).requests[0]!.id });
+    const detail = await caller.requests.byId({ id: String((await caller.requests.search({ query: key })).requests[0]!.id) });
     assert.equal(detail?.request.charge?.id, res.json.id);
     assert.equal(detail?.request.apiClient.keyPrefix.length, 12, "only the key prefix is exposed");
     assert.ok(!JSON.stringify(detail, (_, v) => (typeof v === "bigint" ? String(v) : v)).includes(client.apiKey));

@@ -8,6 +8,16 @@ type ClientRow = { api_client_id: number; name: string; key_prefix: string; keye
 const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(`${v.replace(" ", "T")}Z`));
 const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : keyless / (keyed + keyless));
 
+function bucketStarts(granularity: Granularity, since: Date, until: Date): Date[] {
+  const start = new Date(since);
+  if (granularity === "hour") start.setUTCMinutes(0, 0, 0);
+  else start.setUTCHours(0, 0, 0, 0);
+  const step = granularity === "hour" ? 3_600_000 : 86_400_000;
+  const starts: Date[] = [];
+  for (let t = start.getTime(); t <= until.getTime(); t += step) starts.push(new Date(t));
+  return starts;
+}
+
 /**
  * Keyless share of POST /api/charges over time and per API client, from the
  * hourly buckets. A client is "still to chase" while it sends keyless requests.
@@ -26,8 +36,13 @@ export async function keylessTraffic(opts: { granularity: Granularity; since: Da
     opts.since,
   );
   const lastKeyless = await db.requestCountBucket.aggregate({ _max: { lastKeylessAt: true } });
+  const counted = new Map(series.map((r) => [toDate(r.bucket).getTime(), { keyed: Number(r.keyed), keyless: Number(r.keyless) }]));
   return {
-    series: series.map((r) => ({ bucket: toDate(r.bucket), keyed: Number(r.keyed), keyless: Number(r.keyless), keylessShare: share(Number(r.keyless), Number(r.keyed)) })),
+    // Every bucket of the period, empty ones included, so the chart's time axis is true.
+    series: bucketStarts(opts.granularity, opts.since, new Date()).map((bucket) => {
+      const { keyed, keyless } = counted.get(bucket.getTime()) ?? { keyed: 0, keyless: 0 };
+      return { bucket, keyed, keyless, keylessShare: share(keyless, keyed) };
+    }),
     clients: clients.map((r) => ({
       apiClientId: r.api_client_id,
       name: r.name,

@@ -3,13 +3,19 @@ import { env } from "~/env";
 import type { Prisma } from "~/generated/prisma/client";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
+/**
+ * Ids travel as decimal strings: React Query hashes inputs with JSON.stringify,
+ * which cannot take a BigInt.
+ */
+const idString = z.string().regex(/^\d{1,19}$/, "must be a record id");
+
 /** Filters shared by every list; `cursor` is the id of the last row already shown. */
 const listInput = z.object({
   route: z.string().max(64).optional(),
   apiClientId: z.number().int().positive().optional(),
   since: z.date().optional(),
   until: z.date().optional(),
-  cursor: z.bigint().nullish(),
+  cursor: idString.nullish(),
   limit: z.number().int().min(1).max(100).default(25),
 });
 type ListInput = z.infer<typeof listInput>;
@@ -19,14 +25,14 @@ function commonWhere(input: ListInput) {
     ...(input.route ? { route: input.route } : {}),
     ...(input.apiClientId ? { apiClientId: input.apiClientId } : {}),
     ...(input.since || input.until ? { createdAt: { gte: input.since, lte: input.until } } : {}),
-    ...(input.cursor ? { id: { lt: input.cursor } } : {}),
+    ...(input.cursor ? { id: { lt: BigInt(input.cursor) } } : {}),
   };
 }
 
 /** Takes one row more than asked, to know whether there is a next page. */
 function page<T extends { id: bigint }>(rows: T[], limit: number) {
   const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? items[items.length - 1]!.id : null };
+  return { items, nextCursor: rows.length > limit ? String(items[items.length - 1]!.id) : null };
 }
 
 export const clientSummary = { select: { id: true, name: true, keyPrefix: true } } as const;
@@ -96,9 +102,9 @@ export const requestsRouter = createTRPCRouter({
     return page(withClients, input.limit);
   }),
 
-  byId: protectedProcedure.input(z.object({ id: z.bigint() })).query(async ({ ctx, input }) => {
+  byId: protectedProcedure.input(z.object({ id: idString })).query(async ({ ctx, input }) => {
     const request = await ctx.db.idempotentRequest.findUnique({
-      where: { id: input.id },
+      where: { id: BigInt(input.id) },
       include: { apiClient: clientSummary, charge: true },
     });
     if (!request) return null;

@@ -9,7 +9,7 @@ export default function RequestDetailPage({ params }: { params: Promise<{ id: st
   const { id } = use(params);
   const trpc = useTRPC();
   const valid = /^\d{1,19}$/.test(id);
-  const { data, isLoading } = useQuery({ ...trpc.requests.byId.queryOptions({ id: valid ? BigInt(id) : 0n }), enabled: valid });
+  const { data, isLoading } = useQuery({ ...trpc.requests.byId.queryOptions({ id }), enabled: valid });
   if (!valid || (!isLoading && !data)) return <p>No request record {id}.</p>;
   if (!data) return <p className="muted">Loading…</p>;
   const { request: r, reuses } = data;
