@@ -46,8 +46,11 @@ export async function recordChargeAndComplete(
   try {
     await retryOnLockConflict(() =>
       db.$transaction(async (tx) => {
-        await tx.charge.create({ data: charge });
+        // The request row first: this takes its X lock before the charge's
+        // foreign-key check would take an S lock on it (an S-to-X upgrade is
+        // a classic InnoDB deadlock under concurrency).
         if (!(await completeRequest(tx, request.id, response, reapedAs))) throw new RequestAlreadyFinished();
+        await tx.charge.create({ data: charge });
       }),
     );
     return response;

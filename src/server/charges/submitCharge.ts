@@ -80,15 +80,22 @@ async function chargeClaimed(request: IdempotentRequest, input: CreateChargeInpu
     idempotencyKey: request.idempotencyKey,
     requestId: request.id,
   });
-  const gatewayCharge = await chargeOnGateway(input, gatewayKey);
-  if (!gatewayCharge) {
-    // The money may have moved. The next retry calls the gateway again under
-    // the same derived key, which answers with the charge it already made.
-    await releaseClaim(request.id);
-    return { kind: "gateway_unavailable" };
+  try {
+    const gatewayCharge = await chargeOnGateway(input, gatewayKey);
+    if (!gatewayCharge) {
+      // The money may have moved. The next retry calls the gateway again under
+      // the same derived key, which answers with the charge it already made.
+      await releaseClaim(request.id);
+      return { kind: "gateway_unavailable" };
+    }
+    const response = await recordChargeAndComplete(request, gatewayCharge, gatewayKey);
+    return response ? { kind: "response", response, replayed: false } : { kind: "in_progress" };
+  } catch (error) {
+    // Whatever failed (the database, most likely), do not leave the key stuck
+    // in 409 until the sweeper: a retry is safe for the same reason as above.
+    await releaseClaim(request.id).catch(() => {});
+    throw error;
   }
-  const response = await recordChargeAndComplete(request, gatewayCharge, gatewayKey);
-  return response ? { kind: "response", response, replayed: false } : { kind: "in_progress" };
 }
 
 async function chargeWithoutKey(apiClientId: number, input: CreateChargeInput): Promise<ChargeOutcome> {

@@ -1,6 +1,6 @@
 import { env } from "~/env";
 import { db, type DbTransaction } from "~/server/db";
-import { isLockConflictError } from "~/server/dbConflicts";
+import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { isDuplicateKeyError } from "./isDuplicateKeyError";
 
@@ -71,10 +71,12 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
     if (existing.lockedAt === null) {
       // Released after an unknown gateway outcome: the first retry re-takes it and
       // calls the gateway again under the same derived key.
-      const retaken = await db.idempotentRequest.updateMany({
-        where: { id: existing.id, state: "in_progress", lockedAt: null },
-        data: { lockedAt: now, updatedAt: now },
-      });
+      const retaken = await retryOnLockConflict(() =>
+        db.idempotentRequest.updateMany({
+          where: { id: existing.id, state: "in_progress", lockedAt: null },
+          data: { lockedAt: now, updatedAt: now },
+        }),
+      );
       if (retaken.count === 1) return { kind: "claimed", request: { ...existing, lockedAt: now, updatedAt: now } };
     }
     return { kind: "in_progress" };
@@ -122,10 +124,12 @@ export async function completeRequest(
 
 /** Gives the key back after an unknown outcome, so a retry can take it again. */
 export async function releaseClaim(requestId: bigint): Promise<void> {
-  await db.idempotentRequest.updateMany({
-    where: { id: requestId, state: "in_progress" },
-    data: { lockedAt: null, updatedAt: new Date() },
-  });
+  await retryOnLockConflict(() =>
+    db.idempotentRequest.updateMany({
+      where: { id: requestId, state: "in_progress" },
+      data: { lockedAt: null, updatedAt: new Date() },
+    }),
+  );
 }
 
 export async function findRequest(requestId: bigint) {
