@@ -240,3 +240,27 @@ describe("reading charges", () => {
     assert.equal((await res.json()).database, "ok");
   });
 });
+
+describe("SQL metacharacters", () => {
+  const nasty = `'; DROP TABLE charges; -- " \\ %_`;
+  test("in any body field: a clear 400, nothing stored", async () => {
+    for (const field of ["amount_cents", "currency", "card_token", "customer_id"]) {
+      const key = uniqueKey("sql");
+      const res = await postCharge({ apiKey, key, body: chargeBody({ [field]: nasty }) });
+      assertError(res, 400, "invalid_request");
+      assert.ok(res.json.error.fields[field], `${field} is named`);
+      assert.equal(await storedRecords(key), 0);
+    }
+    assert.equal((await postCharge({ apiKey, key: uniqueKey(), body: { ...chargeBody(), [nasty]: 1 } })).status, 400);
+  });
+  test("in the key: a valid key, stored verbatim and replayed; the tables are intact", async () => {
+    const key = `${nasty} ${Date.now()}`;
+    const body = chargeBody();
+    const first = await postCharge({ apiKey, key, body });
+    assert.equal(first.status, 201);
+    const retry = await postCharge({ apiKey, key, body });
+    assert.equal(retry.headers.get("idempotent-replay"), "true");
+    assert.equal((await db.idempotentRequest.findFirstOrThrow({ where: { idempotencyKey: key } })).idempotencyKey, key);
+    assert.ok((await db.charge.count()) > 0);
+  });
+});

@@ -2,13 +2,13 @@ import { ApiError, errorResponse } from "./apiError";
 
 /** Connection-level failures: the database is down or unreachable, not a bug. */
 const UNAVAILABLE_CODES = new Set([
-  "P1001", "P1002", "P1008", "P1017", "P2024",
+  "P1001", "P1002", "P1008", "P1017", "P2024", "P2028",
   "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
   "ER_GET_CONNECTION_TIMEOUT", "ER_CONNECTION_TIMEOUT", "ER_SOCKET_UNEXPECTED_CLOSE",
   "ER_CONNECTION_ALREADY_CLOSED", "ER_CLOSING_POOL", "ER_POOL_ALREADY_CLOSED", "ER_CMD_CONNECTION_CLOSED",
   "ER_SERVER_SHUTDOWN", "ER_CONNECTION_KILLED",
 ]);
-const UNAVAILABLE_MESSAGE = /pool timeout|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
+const UNAVAILABLE_MESSAGE = /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
@@ -27,7 +27,8 @@ export async function handleApi(run: () => Promise<Response>): Promise<Response>
   } catch (error) {
     if (error instanceof ApiError) return error.toResponse();
     if (isDatabaseUnavailable(error)) {
-      console.error("database unavailable:", (error as Error).message);
+      // Prisma's messages quote the calling code; the last line is the cause.
+      console.error("database unavailable:", String((error as Error).message).trim().split("\n").at(-1));
       return errorResponse(503, "service_unavailable", "The service is temporarily unavailable; retry with the same Idempotency-Key.", {
         headers: { "Retry-After": "2" },
       });

@@ -1,0 +1,91 @@
+/**
+ * MariaDB dies and comes back while charges are in flight. The app runs against
+ * a private MariaDB of its own (the gateway keeps its state elsewhere, as a real
+ * provider would), so the test can kill it without touching anything else.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as mariadb from "mariadb";
+import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
+import { applyMigrations } from "../scripts/lib/migrate";
+import { hashApiKey } from "~/server/auth/apiClients";
+import { chargeBody, gatewayCharges, postCharge, startAppInstance, closeConnections, type ApiResponse } from "./helpers";
+
+const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
+const APP_URL = `http://127.0.0.1:${APP_PORT}`;
+const DB_PORT = 3317;
+const server = new PrivateMariaDb(path.resolve(".data/test-restart-mariadb"), DB_PORT);
+const databaseUrl = `mysql://root@127.0.0.1:${DB_PORT}/charges_restart`;
+const apiKey = `sk_test_${randomUUID()}`;
+let app: Awaited<ReturnType<typeof startAppInstance>>;
+
+async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
+  const conn = await mariadb.createConnection({ host: "127.0.0.1", port: DB_PORT, user: "root", database: "charges_restart" });
+  try {
+    return (await conn.query(sql, params)) as T;
+  } finally {
+    await conn.end();
+  }
+}
+
+before(async () => {
+  await server.start();
+  await createDatabase(databaseUrl, { dropFirst: true });
+  await applyMigrations(databaseUrl);
+  await query("INSERT INTO api_clients (name, key_hash, key_prefix) VALUES ('restart', ?, ?)", [hashApiKey(apiKey), apiKey.slice(0, 12)]);
+  app = await startAppInstance(APP_PORT, { DATABASE_URL: databaseUrl });
+});
+after(async () => {
+  await app?.stop();
+  await server.stop();
+  await closeConnections();
+});
+
+describe("MariaDB restarted while requests are in flight", () => {
+  test("clear 503s meanwhile; after the sweep no duplicate charge and no stuck key", async () => {
+    const ops = Array.from({ length: 8 }, () => ({ key: randomUUID(), body: chargeBody({ card_token: "tok_slow_1500" }) }));
+    const inFlight = ops.map((op) => postCharge({ apiKey, baseUrl: APP_URL, ...op }));
+    await new Promise((r) => setTimeout(r, 400)); // claimed, now waiting on the gateway
+    await server.kill();
+
+    const duringOutage = await postCharge({ apiKey, baseUrl: APP_URL, key: randomUUID(), body: chargeBody() });
+    assert.equal(duringOutage.status, 503, duringOutage.text);
+    assert.equal(duringOutage.json.error.code, "service_unavailable");
+    assert.ok(duringOutage.headers.get("retry-after"));
+
+    const first: ApiResponse[] = await Promise.all(inFlight);
+    for (const r of first) {
+      assert.ok([201, 503].includes(r.status), `${r.status} ${r.text}`);
+      if (r.status === 503) assert.equal(r.json.error.code, "service_unavailable");
+    }
+
+    await server.start();
+    // Whatever the outage left in progress, the sweeper finishes (reconciling with the gateway).
+    execFileSync("node_modules/.bin/tsx", ["src/worker/sweeper.ts", "--once"], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500" },
+      stdio: "inherit",
+      timeout: 60_000,
+    });
+    await new Promise((r) => setTimeout(r, 1_100));
+    execFileSync("node_modules/.bin/tsx", ["src/worker/sweeper.ts", "--once"], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500" },
+      stdio: "inherit",
+      timeout: 60_000,
+    });
+    const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
+    assert.equal(stuck.length, 0, "no key left in progress");
+
+    for (const op of ops) {
+      const retry = await postCharge({ apiKey, baseUrl: APP_URL, ...op });
+      assert.equal(retry.status, 201, retry.text);
+      const charged = await gatewayCharges(op.body.customer_id);
+      assert.equal(charged.length, 1, "charged once at the gateway");
+      const local = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM charges WHERE customer_id = ?", [op.body.customer_id]);
+      assert.equal(Number(local[0]!.n), 1, "one local charge");
+      assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
+    }
+  });
+});
