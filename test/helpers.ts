@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { createApiClient } from "~/server/auth/apiClients";
-import { db } from "~/server/db";
+import { db, disconnectDatabase } from "~/server/db";
 
 export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 
@@ -67,7 +67,7 @@ export async function localCharges(customerId: string) {
 export async function closeConnections() {
   await gatewayPool?.end();
   gatewayPool = undefined;
-  await db.$disconnect();
+  await disconnectDatabase();
 }
 
 /** Counts answers by status (and replays apart). */

@@ -34,8 +34,8 @@ function createDatabase() {
     usage.active = Math.max(0, usage.active - 1);
   });
 
-  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool, { disposeExternalPool: true }) });
-  return { prisma, usage };
+  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool) });
+  return { prisma, pool, usage };
 }
 
 const globalForDb = globalThis as unknown as { database?: ReturnType<typeof createDatabase> };
@@ -45,4 +45,10 @@ if (env.NODE_ENV !== "production") globalForDb.database = database;
 export const db = database.prisma;
 export const poolUsage = database.usage;
 export type Db = typeof db;
+
+/** Closes the client and its pool (the pool exists, and keeps the process alive, even if no query ran). */
+export async function disconnectDatabase() {
+  await database.prisma.$disconnect();
+  if (!database.pool.closed) await database.pool.end();
+}
 export type DbTransaction = Parameters<Parameters<Db["$transaction"]>[0]>[0];

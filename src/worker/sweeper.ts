@@ -4,7 +4,7 @@
  * run beside any number of app instances.
  */
 import { env } from "~/env";
-import { db } from "~/server/db";
+import { disconnectDatabase } from "~/server/db";
 import { runSweep } from "~/server/sweep/runSweep";
 
 async function sweepOnce() {
@@ -14,7 +14,7 @@ async function sweepOnce() {
 
 if (process.argv.includes("--once")) {
   await sweepOnce();
-  await db.$disconnect();
+  await disconnectDatabase();
 } else {
   let stopping = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => (stopping = true));
@@ -23,5 +23,5 @@ if (process.argv.includes("--once")) {
     await sweepOnce().catch((error) => console.error("sweep failed:", (error as Error).message));
     for (let waited = 0; waited < env.SWEEP_INTERVAL_MS && !stopping; waited += 250) await new Promise((r) => setTimeout(r, 250));
   }
-  await db.$disconnect();
+  await disconnectDatabase();
 }
