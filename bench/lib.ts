@@ -1,0 +1,80 @@
+/**
+ * Shared set-up for the benchmarks: a stack of its own (database charges_bench,
+ * gateway on :4210, the production build of the app on :3200), all on loopback.
+ */
+import { randomBytes } from "node:crypto";
+import autocannon from "autocannon";
+import { createDatabase } from "../scripts/lib/mariadbServer";
+import { prepareDatabase } from "../scripts/lib/prepareDatabase";
+import { run, startApp, startGateway, type Service } from "../scripts/lib/processes";
+
+const DEFAULT_URL = "mysql://root@127.0.0.1:3306/charges";
+
+export async function startBenchStack(extraEnv: Record<string, string> = {}) {
+  const base = new URL(process.env.DATABASE_URL ?? DEFAULT_URL);
+  base.pathname = "/charges_bench";
+  const databaseUrl = base.toString();
+  base.pathname = "/charges_bench_gateway";
+  const gatewayDatabaseUrl = base.toString();
+  const env = {
+    DATABASE_URL: databaseUrl,
+    GATEWAY_URL: "http://127.0.0.1:4210",
+    SESSION_SECRET: randomBytes(32).toString("hex"),
+    DATABASE_POOL_SIZE: "10",
+    ...extraEnv,
+  };
+  Object.assign(process.env, env);
+  await prepareDatabase(databaseUrl, { fresh: true });
+  await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
+  if (!process.argv.includes("--no-build")) await run("next", ["build"], { ...env, NODE_ENV: "production" });
+  const services: Service[] = [];
+  services.push(await startGateway({ port: 4210, databaseUrl: gatewayDatabaseUrl, quiet: true }));
+  const app = await startApp({ port: 3200, env, quiet: true });
+  services.push(app);
+  const { createApiClient } = await import("~/server/auth/apiClients");
+  const { apiKey } = await createApiClient("bench");
+  return {
+    url: app.url,
+    apiKey,
+    databaseUrl,
+    gatewayDatabaseUrl,
+    stop: async () => {
+      for (const s of services.reverse()) await s.stop();
+      const { disconnectDatabase } = await import("~/server/db");
+      await disconnectDatabase();
+    },
+  };
+}
+
+export type Load = { rps: number; p50: number; p99: number; errors: number; non2xx: number; total: number };
+
+/** A bounded autocannon run against loopback. */
+export async function load(opts: autocannon.Options & { url: string }): Promise<Load> {
+  const result = await autocannon({ connections: 20, duration: 8, ...opts });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    total: result.requests.total,
+  };
+}
+
+export function chargeRequest(apiKey: string, opts: { key?: () => string; body?: object } = {}) {
+  const body = JSON.stringify(opts.body ?? { amount_cents: 1000, currency: "usd", card_token: "tok_visa" });
+  return {
+    method: "POST" as const,
+    path: "/api/charges",
+    headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
+    body,
+    setupRequest: (req: autocannon.Request) => (opts.key ? { ...req, headers: { ...req.headers, "Idempotency-Key": opts.key() } } : req),
+  };
+}
+
+export function table(title: string, rows: Record<string, string | number>[]) {
+  console.log(`\n${title}`);
+  console.table(rows);
+}
+
+export const fmt = (n: number, digits = 1) => Number(n.toFixed(digits));
