@@ -60,6 +60,7 @@ try {
       "insert p99 / first size": fmt(insert.p99 / baselineInsertP99, 2),
       "replay req/s": fmt(replay.rps),
       "replay p99 ms": replay.p99,
+      "non-2xx": insert.non2xx + replay.non2xx,
     });
   }
   table("Latency as idempotent_requests grows (20 connections, 6 s per run)", rows);

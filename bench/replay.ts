@@ -9,14 +9,15 @@ import { chargeRequest, fmt, load, startBenchStack, table } from "./lib";
 
 const stack = await startBenchStack();
 const pool = mariadb.createPool({ ...connectionOptions(stack.databaseUrl, true), connectionLimit: 10 });
-const floor = createServer(async (req, res) => {
+const floor = createServer((req, res) => {
   const key = String(req.headers["idempotency-key"]);
-  const rows = await pool.query(
-    "SELECT response_status, response_body FROM idempotent_requests WHERE idempotency_key = ? AND route = ?",
-    [key, "POST /api/charges"],
-  );
-  res.writeHead(rows[0]?.response_status ?? 404, { "Content-Type": "application/json", "Idempotent-Replay": "true" });
-  res.end(rows[0]?.response_body ?? "{}");
+  pool
+    .query("SELECT response_status, response_body FROM idempotent_requests WHERE idempotency_key = ? AND route = ?", [key, "POST /api/charges"])
+    .then((rows) => {
+      res.writeHead(rows[0]?.response_status ?? 404, { "Content-Type": "application/json", "Idempotent-Replay": "true" });
+      res.end(rows[0]?.response_body ?? "{}");
+    })
+    .catch(() => res.writeHead(503).end());
 });
 await new Promise<void>((r) => floor.listen(3299, "127.0.0.1", r));
 try {

@@ -19,7 +19,10 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   if (request.body) {
     const reader = request.body.getReader();
     for (;;) {
-      const { done, value } = await reader.read();
+      // A client that hangs up mid-body gets no answer anyway; say so plainly.
+      const { done, value } = await reader.read().catch(() => {
+        throw new ApiError(400, "invalid_json", "The request body could not be read (connection closed)");
+      });
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) {
