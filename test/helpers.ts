@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { createApiClient } from "~/server/auth/apiClients";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
 
 export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
@@ -51,13 +52,8 @@ export async function postCharge(opts: {
 let gatewayPool: mariadb.Pool | undefined;
 /** The simulated gateway's own records: what was really charged. */
 export async function gatewayCharges(customerId: string): Promise<{ id: string; idempotency_key: string }[]> {
-  gatewayPool ??= mariadb.createPool({ ...poolOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+  gatewayPool ??= mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
   return gatewayPool.query("SELECT id, idempotency_key FROM sim_charges WHERE customer_id = ?", [customerId]);
-}
-
-function poolOptions(url: string) {
-  const u = new URL(url);
-  return { host: u.hostname, port: Number(u.port || 3306), user: u.username, password: u.password, database: u.pathname.slice(1) };
 }
 
 export async function localCharges(customerId: string) {

@@ -2,18 +2,12 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import * as mariadb from "mariadb";
+import { mysqlConnectionOptions } from "../../src/lib/mysqlUrl";
 
 /** Connection options for a mysql:// URL, without its database unless asked for. */
 export function connectionOptions(url: string, withDatabase = false): mariadb.ConnectionConfig {
-  const u = new URL(url);
-  return {
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    database: withDatabase ? decodeURIComponent(u.pathname.slice(1)) : undefined,
-    connectTimeout: 2_000,
-  };
+  const { database, ...server } = mysqlConnectionOptions(url);
+  return { ...server, database: withDatabase ? database : undefined, connectTimeout: 2_000 };
 }
 
 export function databaseName(url: string): string {

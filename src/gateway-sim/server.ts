@@ -11,6 +11,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import * as mariadb from "mariadb";
 import { z } from "zod";
+import { mysqlConnectionOptions } from "../lib/mysqlUrl";
 import { behaviourFor } from "./behaviour";
 
 const config = z
@@ -56,16 +57,7 @@ type Row = {
 };
 
 function databaseOptions(url: string): mariadb.PoolConfig {
-  const u = new URL(url);
-  return {
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    database: decodeURIComponent(u.pathname.slice(1)),
-    connectionLimit: 20,
-    timezone: "Z",
-  };
+  return { ...mysqlConnectionOptions(url), connectionLimit: 20, timezone: "Z" };
 }
 
 async function ensureSchema(url: string) {

@@ -2,6 +2,7 @@ import { PrismaMariaDb } from "@prisma/adapter-mariadb";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
 import { PrismaClient } from "~/generated/prisma/client";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 
 /**
  * The one database pool and Prisma client of the process (kept across Next.js
@@ -9,13 +10,8 @@ import { PrismaClient } from "~/generated/prisma/client";
  * compare them with UTC_TIMESTAMP(), never NOW().
  */
 function createDatabase() {
-  const url = new URL(env.DATABASE_URL);
   const pool = mariadb.createPool({
-    host: url.hostname,
-    port: Number(url.port || 3306),
-    user: decodeURIComponent(url.username),
-    password: decodeURIComponent(url.password),
-    database: decodeURIComponent(url.pathname.slice(1)),
+    ...mysqlConnectionOptions(env.DATABASE_URL),
     connectionLimit: env.DATABASE_POOL_SIZE,
     // Fail fast when the database is gone instead of queueing requests for long.
     acquireTimeout: 5_000,
