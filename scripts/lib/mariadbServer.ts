@@ -94,19 +94,19 @@ export class PrivateMariaDb {
   }
 
   /** Kill -9: what a crashed or restarted database looks like to its clients. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGKILL");
-    await exited;
+  kill(): Promise<void> {
+    return this.exitWith("SIGKILL");
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return this.exitWith("SIGTERM");
+  }
+
+  private async exitWith(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
+    child.kill(signal);
     await exited;
   }
 }

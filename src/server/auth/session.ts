@@ -11,7 +11,7 @@ const sessionOptions: SessionOptions = {
   password: env.SESSION_SECRET,
   cookieName: "charges_session",
   ttl: 8 * 3600,
-  cookieOptions: { httpOnly: true, sameSite: "lax", secure: env.NODE_ENV === "production" && process.env.COOKIE_INSECURE !== "1", path: "/" },
+  cookieOptions: { httpOnly: true, sameSite: "lax", secure: env.NODE_ENV === "production", path: "/" },
 };
 
 export async function getSession() {
