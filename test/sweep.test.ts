@@ -33,10 +33,6 @@ async function orphanedRecord(body: ReturnType<typeof chargeBody>, ageMs = 10 * 
   });
 }
 
-function gatewayKeyOf(record: { route: string; apiClientId: number; idempotencyKey: string; id: bigint }) {
-  return deriveGatewayKey({ route: record.route, apiClientId: record.apiClientId, idempotencyKey: record.idempotencyKey, requestId: record.id });
-}
-
 describe("reaping abandoned requests", () => {
   test("never reached the gateway -> completed as 500 request_abandoned, replayed to the retry", async () => {
     const body = chargeBody();
@@ -57,7 +53,7 @@ describe("reaping abandoned requests", () => {
   test("the gateway had charged -> local charge written, completed with the real 201", async () => {
     const body = chargeBody();
     const record = await orphanedRecord(body);
-    const gatewayKey = gatewayKeyOf(record);
+    const gatewayKey = deriveGatewayKey(record);
     const charged = await gateway.charge(
       { amountCents: body.amount_cents, currency: body.currency, cardToken: body.card_token, customerId: body.customer_id },
       { idempotencyKey: gatewayKey, timeoutMs: 5_000 },
@@ -92,7 +88,7 @@ describe("reaping abandoned requests", () => {
       const b = bodies[i]!;
       await gateway.charge(
         { amountCents: b.amount_cents, currency: b.currency, cardToken: b.card_token, customerId: b.customer_id },
-        { idempotencyKey: gatewayKeyOf(record), timeoutMs: 5_000 },
+        { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
       );
     }
     const results = await Promise.all([1, 2, 3, 4].map(() => reapAbandoned({ olderThanMs: 5 * MINUTE })));

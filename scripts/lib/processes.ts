@@ -23,21 +23,23 @@ export async function waitForHttp(url: string, timeoutMs: number, child?: ChildP
   }
 }
 
+/** SIGTERM, then SIGKILL if the process has not exited within 5 s. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
 function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, quiet: boolean) {
   const child = spawn(command, args, {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", quiet ? "ignore" : "inherit", "inherit"],
   });
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  return { service: { name, url: baseUrl, child, stop } as Service, ready: waitForHttp(healthUrl, 120_000, child) };
+  return { service: { name, url: baseUrl, child, stop: () => stopChild(child) } as Service, ready: waitForHttp(healthUrl, 120_000, child) };
 }
 
 /** The simulated payment gateway, on its own port with its own database. */
@@ -78,12 +80,7 @@ export function startSweeper(env: Env): Service {
     name: "sweeper",
     url: "",
     child,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    },
+    stop: () => stopChild(child),
   };
 }
 

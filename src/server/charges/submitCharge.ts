@@ -74,12 +74,7 @@ async function chargeWithKey(apiClientId: number, idempotencyKey: string, body: 
 async function chargeClaimed(request: IdempotentRequest, input: CreateChargeInput): Promise<ChargeOutcome> {
   // No transaction or connection is held while the gateway works: a slow
   // gateway must not be able to drain the pool.
-  const gatewayKey = deriveGatewayKey({
-    route: request.route,
-    apiClientId: request.apiClientId,
-    idempotencyKey: request.idempotencyKey,
-    requestId: request.id,
-  });
+  const gatewayKey = deriveGatewayKey(request);
   try {
     const gatewayCharge = await chargeOnGateway(input, gatewayKey);
     if (!gatewayCharge) {

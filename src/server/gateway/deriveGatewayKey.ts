@@ -10,12 +10,7 @@ import { createHash } from "node:crypto";
  * request record's id so that a key reused after its 24 h lifetime (a new
  * operation, by Stripe's rules) is a new charge at the gateway too.
  */
-export function deriveGatewayKey(parts: {
-  route: string;
-  apiClientId: number;
-  idempotencyKey: string;
-  requestId: bigint;
-}): string {
-  const material = ["charges-gateway-key-v1", parts.route, parts.apiClientId, parts.idempotencyKey, parts.requestId].join("\n");
+export function deriveGatewayKey(request: { route: string; apiClientId: number; idempotencyKey: string; id: bigint }): string {
+  const material = ["charges-gateway-key-v1", request.route, request.apiClientId, request.idempotencyKey, request.id].join("\n");
   return `gk_${createHash("sha256").update(material).digest("hex")}`;
 }

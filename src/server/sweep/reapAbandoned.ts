@@ -60,12 +60,7 @@ async function lease(id: bigint, cutoff: Date, now: Date): Promise<boolean> {
 }
 
 async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "reconciled"> {
-  const gatewayKey = deriveGatewayKey({
-    route: request.route,
-    apiClientId: request.apiClientId,
-    idempotencyKey: request.idempotencyKey,
-    requestId: request.id,
-  });
+  const gatewayKey = deriveGatewayKey(request);
   const charged = await gateway.findByIdempotencyKey(gatewayKey);
   if (charged) {
     await recordChargeAndComplete(request, charged, gatewayKey, "reconciled");
