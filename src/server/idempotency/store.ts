@@ -28,7 +28,10 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
     try {
-      const request = await db.idempotentRequest.create({
+      // createMany is one INSERT statement; create would wrap it in a
+      // transaction with a read-back (MySQL has no RETURNING), holding a
+      // connection for four round trips on every claim and every replay.
+      await db.idempotentRequest.createMany({
         data: {
           idempotencyKey: input.idempotencyKey,
           route: input.route,
@@ -41,15 +44,15 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
           expiresAt: new Date(now.getTime() + env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000),
         },
       });
+      // Only expired records are ever deleted, so the row is still ours.
+      const request = await db.idempotentRequest.findUniqueOrThrow({ where: claimWhere(input) });
       return { kind: "claimed", request };
     } catch (error) {
       if (isLockConflictError(error)) continue; // InnoDB picked this insert as a deadlock victim: try again
       if (!isDuplicateKeyError(error)) throw error;
     }
 
-    const existing = await db.idempotentRequest.findUnique({
-      where: { idempotencyKey_route: { idempotencyKey: input.idempotencyKey, route: input.route } },
-    });
+    const existing = await db.idempotentRequest.findUnique({ where: claimWhere(input) });
     if (!existing) continue; // deleted between our insert and our read: try again
 
     if (existing.expiresAt <= now) {
@@ -83,6 +86,10 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
   }
   throw new Error(`could not claim idempotency key after ${MAX_CLAIM_ROUNDS} rounds`);
 }
+
+const claimWhere = (input: ClaimInput) => ({
+  idempotencyKey_route: { idempotencyKey: input.idempotencyKey, route: input.route },
+});
 
 async function recordKeyReuse(existing: IdempotentRequest, input: ClaimInput) {
   await db.keyReuseAttempt.create({
