@@ -5,7 +5,7 @@ import type { SessionUser } from "~/server/auth/session";
 import { setIdempotencyMode } from "~/server/rollout/mode";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
-import { chargeBody, closeConnections, db, newApiClient, postCharge, uniqueKey } from "./helpers";
+import { chargeBody, closeConnections, db, newApiClient, postCharge, uniqueKey, waitFor } from "./helpers";
 
 let support: SessionUser;
 let engineer: SessionUser;
@@ -107,7 +107,11 @@ describe("tRPC procedures", () => {
     const fresh = await newApiClient("trpc-rollout");
     await postCharge({ apiKey: fresh.apiKey, body: chargeBody() });
     await postCharge({ apiKey: fresh.apiKey, key: uniqueKey(), body: chargeBody() });
-    const overview = await as(support).rollout.overview({ granularity: "hour" });
+    // Keyed counts reach the table within a second (they are summed in memory).
+    const overview = await waitFor("the keyed request to be counted", async () => {
+      const o = await as(support).rollout.overview({ granularity: "hour" });
+      return o.clients.find((c) => c.apiClientId === fresh.id)?.keyed === 1 && o;
+    });
     const row = overview.clients.find((c) => c.apiClientId === fresh.id);
     assert.equal(row?.keyless, 1);
     assert.equal(row?.keyed, 1);

@@ -74,6 +74,7 @@ export default function RolloutPage() {
             ))}
           </tbody>
         </table>
+        <p className="muted">Keyless requests are counted before they are answered; keyed counts can lag by a second.</p>
       </section>
 
       <section className="card" data-testid="audit-log">
