@@ -72,6 +72,28 @@ function newIdempotencyKey(): string {
   return globalThis.crypto.randomUUID();
 }
 
+/**
+ * The body, or the abort if the attempt times out while it is read. Node's
+ * fetch can leave `response.json()` pending forever when the signal fires
+ * mid-body (nodejs/undici#4232); a hung read would stall the retry loop past
+ * its deadline. A body cut short is a timeout: ask again with the same key.
+ */
+function readBody(response: Response, signal: AbortSignal): Promise<string> {
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+  return Promise.race([response.text(), aborted]);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return {};
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class ChargesClient {
@@ -101,14 +123,15 @@ export class ChargesClient {
     for (let attempt = 1; ; attempt++) {
       let retryAfterMs = 0;
       try {
+        const signal = AbortSignal.timeout(Math.max(1, Math.min(attemptTimeoutMs, deadline - Date.now())));
         const response = await this.options.fetch(new URL("/api/charges", baseUrl), {
           method: "POST",
           headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json", "Idempotency-Key": idempotencyKey },
           body,
-          signal: AbortSignal.timeout(Math.max(1, Math.min(attemptTimeoutMs, deadline - Date.now()))),
+          signal,
         });
         const replayed = response.headers.get("Idempotent-Replay") === "true";
-        const json = (await response.json().catch(() => ({}))) as { error?: ApiErrorBody };
+        const json = parseJson(await readBody(response, signal)) as { error?: ApiErrorBody };
         if (!RETRYABLE_STATUSES.has(response.status)) {
           return response.ok
             ? { ok: true, status: response.status, charge: json as unknown as Charge, replayed, attempts: attempt, idempotencyKey }
