@@ -20,7 +20,7 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
     DATABASE_URL: databaseUrl,
     GATEWAY_URL: "http://127.0.0.1:4210",
     SESSION_SECRET: randomBytes(32).toString("hex"),
-    DATABASE_POOL_SIZE: "10",
+    DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? "10",
     ...extraEnv,
   };
   Object.assign(process.env, env);
@@ -48,9 +48,15 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
 
 export type Load = { rps: number; p50: number; p99: number; errors: number; non2xx: number; total: number };
 
-/** A bounded autocannon run against loopback. */
-export async function load(opts: autocannon.Options & { url: string }): Promise<Load> {
-  const result = await autocannon({ connections: 20, duration: 8, ...opts });
+/**
+ * A bounded autocannon run against loopback: `duration` seconds (default 8),
+ * or until `until` settles (at most 10 minutes).
+ */
+export async function load({ until, ...opts }: autocannon.Options & { url: string; until?: Promise<unknown> }): Promise<Load> {
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({ connections: 20, duration: until ? 600 : 8, ...opts }, (error, res) => (error ? reject(error) : resolve(res)));
+    void until?.finally(() => instance.stop());
+  });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,

@@ -2,7 +2,10 @@
  * Slow gateway storm: 200 operations in flight on a gateway slower than the
  * client's timeout, retried by the SDK. Reports duplicates (must be 0), the
  * latency of the 409 answers while the gateway calls are pending, and the DB
- * pool's high-water mark (must stay below its limit).
+ * pool's use while they are pending (must stay below its limit, or the script
+ * fails) and once they answer. A control round sends the same 200 operations
+ * to a fast gateway, to tell what the slow gateway costs the pool from what
+ * 200 simultaneous charges cost it anyway.
  */
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
@@ -13,66 +16,111 @@ import { fmt, startBenchStack, table } from "./lib";
 const OPERATIONS = 200;
 const GATEWAY_DELAY_MS = 3_000;
 const CLIENT_TIMEOUT_MS = 1_000;
+const WATCHDOG_MS = 120_000;
+
+type PoolSlot = { at: number; maxActive: number; acquired: number; heldMs: number; waited: number };
+type PoolUsage = { limit: number; recent: PoolSlot[] };
 
 const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000" });
-try {
+// Bounded in time: a run that hangs fails loudly instead of waiting forever.
+let unresolved = 0;
+setTimeout(() => {
+  console.error(`storm: ${unresolved} operations unresolved after ${WATCHDOG_MS} ms`);
+  void stack.stop().finally(() => process.exit(2));
+}, WATCHDOG_MS).unref();
+
+/** 200 operations at once through the SDK; what the client saw, and when. */
+async function storm(cardToken: string) {
   const conflictLatencies: number[] = [];
   let serviceUnavailable = 0;
+  let timedOut = 0;
   const timedFetch: typeof fetch = async (input, init) => {
     const started = performance.now();
-    const res = await fetch(input, init);
+    const res = await fetch(input, init).catch((error: Error) => {
+      if (error.name === "TimeoutError") timedOut += 1;
+      throw error;
+    });
     if (res.status === 409) conflictLatencies.push(performance.now() - started);
     if (res.status === 503) serviceUnavailable += 1;
     return res;
   };
   const sdk = new ChargesClient({ baseUrl: stack.url, apiKey: stack.apiKey, attemptTimeoutMs: CLIENT_TIMEOUT_MS, deadlineMs: 60_000, baseDelayMs: 200, fetch: timedFetch });
-  const customers = Array.from({ length: OPERATIONS }, (_, i) => `cus_storm_${i}_${randomUUID().slice(0, 6)}`);
-  // Pool use while the gateway calls are pending, sampled from the app itself
-  // (each sample is one query of its own, counted in `active`).
-  const samples: number[] = [];
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      const h = await (await fetch(`${stack.url}/api/health`)).json().catch(() => undefined);
-      if (h) samples.push(h.pool.active);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  const started = performance.now();
+  const tag = `cus_storm_${randomUUID().slice(0, 6)}`;
+  unresolved = OPERATIONS;
+  const start = Date.now();
   const results = await Promise.all(
-    customers.map((customer_id) => sdk.createCharge({ amount_cents: 500, currency: "usd", card_token: `tok_slow_${GATEWAY_DELAY_MS}`, customer_id })),
+    Array.from({ length: OPERATIONS }, (_, i) =>
+      sdk.createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` }).finally(() => unresolved--),
+    ),
   );
-  const elapsed = performance.now() - started;
-  sampling = false;
-  await sampler;
-  await new Promise((r) => setTimeout(r, GATEWAY_DELAY_MS));
+  return { tag, start, end: Date.now(), results, conflictLatencies: conflictLatencies.sort((a, b) => a - b), serviceUnavailable, timedOut };
+}
 
+/** Charges the gateway made more than once for a customer. */
+async function duplicateCharges(tag: string) {
   const gw = await mariadb.createConnection(connectionOptions(stack.gatewayDatabaseUrl, true));
-  const perCustomer: { customer_id: string; n: bigint }[] = await gw.query(
-    "SELECT customer_id, COUNT(*) AS n FROM sim_charges WHERE customer_id LIKE 'cus_storm_%' GROUP BY customer_id",
-  );
+  const perCustomer: { n: bigint }[] = await gw.query("SELECT COUNT(*) AS n FROM sim_charges WHERE customer_id LIKE ? GROUP BY customer_id", [`${tag}_%`]);
   await gw.end();
-  const duplicates = perCustomer.reduce((sum, r) => sum + Number(r.n) - 1, 0);
-  const health = await (await fetch(`${stack.url}/api/health`)).json();
-  conflictLatencies.sort((a, b) => a - b);
-  const p = (q: number) => conflictLatencies[Math.min(conflictLatencies.length - 1, Math.floor(q * conflictLatencies.length))] ?? 0;
+  return perCustomer.reduce((sum, r) => sum + Number(r.n) - 1, 0);
+}
 
+/** The app's own record of its pool, per 100 ms: exact, where a sampled gauge would miss bursts. */
+async function poolUse(from: number, to: number) {
+  const { pool } = (await (await fetch(`${stack.url}/api/health`)).json()) as { pool: PoolUsage };
+  const slots = pool.recent.filter((s) => s.at >= Math.floor(from / 100) * 100 && s.at < to);
+  const acquired = slots.reduce((n, s) => n + s.acquired, 0);
+  return {
+    limit: pool.limit,
+    maxActive: Math.max(0, ...slots.map((s) => s.maxActive)),
+    acquired,
+    meanHeldMs: acquired ? slots.reduce((n, s) => n + s.heldMs, 0) / acquired : 0,
+    waited: slots.reduce((n, s) => n + s.waited, 0),
+  };
+}
+
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+
+try {
+  const slow = await storm(`tok_slow_${GATEWAY_DELAY_MS}`);
+  // Every gateway call was made after `start` and answers GATEWAY_DELAY_MS
+  // later, so until then every call is pending.
+  const pending = await poolUse(slow.start, slow.start + GATEWAY_DELAY_MS);
+  const answering = await poolUse(slow.start + GATEWAY_DELAY_MS, slow.end + 100);
+  await new Promise((r) => setTimeout(r, 1_000)); // a quiet second between rounds
+  const fast = await storm("tok_visa");
+  const control = await poolUse(fast.start, fast.end + 100);
+  const duplicates = (await duplicateCharges(slow.tag)) + (await duplicateCharges(fast.tag));
+
+  const conflicts = slow.conflictLatencies;
   table(`Slow gateway storm: ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, client timeout ${CLIENT_TIMEOUT_MS} ms`, [
-    { metric: "operations answered 201", value: results.filter((r) => r.ok).length },
+    { metric: "operations answered 201 (slow / fast gateway)", value: `${slow.results.filter((r) => r.ok).length} / ${fast.results.filter((r) => r.ok).length}` },
     { metric: "duplicate charges at the gateway (must be 0)", value: duplicates },
-    { metric: "409 answers while gateway calls pending", value: conflictLatencies.length },
-    { metric: "409 latency p50 ms", value: fmt(p(0.5)) },
-    { metric: "409 latency p99 ms", value: fmt(p(0.99)) },
-    { metric: "409 p99 / gateway delay", value: fmt(p(0.99) / GATEWAY_DELAY_MS, 3) },
-    { metric: "DB connections in use, sampled p50 / max / limit", value: `${[...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)] ?? 0} / ${Math.max(0, ...samples)} / ${health.pool.limit}` },
-    { metric: "DB pool high-water mark incl. request bursts / limit", value: `${health.pool.maxActive} / ${health.pool.limit}` },
-    { metric: "answers 503 service_unavailable (pool or DB exhausted)", value: serviceUnavailable },
-    { metric: "wall time s", value: fmt(elapsed / 1000) },
+    { metric: "attempts the client timed out (retried with the same key)", value: slow.timedOut },
+    { metric: "409 answers while gateway calls pending", value: conflicts.length },
+    { metric: "409 latency p50 ms", value: conflicts.length ? fmt(quantile(conflicts, 0.5)) : "n/a" },
+    { metric: "409 latency p99 ms", value: conflicts.length ? fmt(quantile(conflicts, 0.99)) : "n/a" },
+    { metric: "409 p99 / gateway delay", value: conflicts.length ? fmt(quantile(conflicts, 0.99) / GATEWAY_DELAY_MS, 3) : "n/a" },
+    { metric: "answers 503 (database or pool unavailable)", value: slow.serviceUnavailable + fast.serviceUnavailable },
+    { metric: "wall time s (slow / fast gateway)", value: `${fmt((slow.end - slow.start) / 1000)} / ${fmt((fast.end - fast.start) / 1000)}` },
   ]);
-  // The pool may be busy for an instant when 200 requests land at once; what must
-  // not happen is requests failing for want of a connection.
-  if (duplicates > 0 || serviceUnavailable > 0) process.exitCode = 1;
+  table(`DB pool (limit ${pending.limit}), from the app's per-100 ms record`, [
+    { phase: "slow gateway: calls pending (first 3 s)", ...poolRow(pending) },
+    { phase: "slow gateway: calls answered, charges recorded", ...poolRow(answering) },
+    { phase: "control: fast gateway, same 200 operations", ...poolRow(control) },
+  ]);
+  const failed = duplicates > 0 || slow.serviceUnavailable + fast.serviceUnavailable > 0 || pending.maxActive >= pending.limit || pending.waited > 0;
+  if (failed) process.exitCode = 1;
 } finally {
   await stack.stop();
 }
 process.exit(process.exitCode ?? 0);
+
+function poolRow(use: Awaited<ReturnType<typeof poolUse>>) {
+  return {
+    "max in use": use.maxActive,
+    "max / limit": fmt(use.maxActive / use.limit, 2),
+    "connections handed out": use.acquired,
+    "mean held ms": fmt(use.meanHeldMs, 1),
+    "requests that waited": use.waited,
+  };
+}

@@ -234,10 +234,16 @@ describe("reading charges", () => {
     const put = await fetch(`${APP_URL}/api/charges`, { method: "PUT" });
     assertError({ status: put.status, json: await put.json(), text: "" }, 405, "method_not_allowed");
   });
-  test("GET /api/health checks the database", async () => {
+  test("GET /api/health checks the database and reports the pool's recent use", async () => {
     const res = await fetch(`${APP_URL}/api/health`);
     assert.equal(res.status, 200);
-    assert.equal((await res.json()).database, "ok");
+    const health = await res.json();
+    assert.equal(health.database, "ok");
+    // Its own SELECT 1 took a connection in the current 100 ms slot.
+    const slot = health.pool.recent.at(-1);
+    assert.ok(slot.at <= Date.now() && slot.at > Date.now() - 30_000);
+    assert.ok(slot.acquired >= 1 && slot.maxActive >= 1 && slot.maxActive <= health.pool.limit);
+    assert.ok(slot.heldMs >= 0);
   });
 });
 

@@ -3,6 +3,7 @@ import * as mariadb from "mariadb";
 import { env } from "~/env";
 import { PrismaClient } from "~/generated/prisma/client";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { trackPoolUsage } from "./poolUsage";
 
 /**
  * The one database pool and Prisma client of the process (kept across Next.js
@@ -18,17 +19,7 @@ function createDatabase() {
     connectTimeout: 5_000,
   });
 
-  // The high-water mark of connections in use: the gateway is slow, the pool
-  // must not be what runs out (benchmarks read this through /api/health).
-  const usage = { active: 0, maxActive: 0, limit: env.DATABASE_POOL_SIZE };
-  pool.on("acquire", () => {
-    usage.active += 1;
-    usage.maxActive = Math.max(usage.maxActive, usage.active);
-  });
-  pool.on("release", () => {
-    usage.active = Math.max(0, usage.active - 1);
-  });
-
+  const usage = trackPoolUsage(pool, env.DATABASE_POOL_SIZE);
   // The text protocol sends a statement in one round trip; the binary one
   // prepares, executes and closes it (three), and without a prepare cache, which
   // Prisma turns off because the driver leaked statements, that is every time.
