@@ -16,7 +16,7 @@ const schema = z
     /** The longest a charge can take: in_progress rows older than this are reaped. */
     REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(5 * 60_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
-    PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(1_000),
+    PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
     IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
     /** Largest accepted request body, in bytes. */
     MAX_BODY_BYTES: z.coerce.number().int().min(256).default(16_384),

@@ -145,6 +145,19 @@ describe("pruning expired records", () => {
     assert.equal(charge.idempotentRequestId, null);
   });
 
+  test("a prune with a time budget stops early and leaves the rest to the next sweep", async () => {
+    const tag = uniqueKey("budget");
+    await insertRecords(2_000, new Date(Date.now() - 60_000), `${tag}-old`);
+    const left = () => db.idempotentRequest.count({ where: { idempotencyKey: { startsWith: `${tag}-old` } } });
+
+    const first = await pruneExpired({ batchSize: 100, budgetMs: 1 });
+    assert.ok(first > 0 && first < 2_000, `pruned ${first} within the budget`);
+    assert.ok((await left()) > 0, "the backlog is left for the next sweep");
+
+    await pruneExpired({ batchSize: 1_000 });
+    assert.equal(await left(), 0);
+  });
+
   test("an expired key that has not been pruned yet names a new operation", async () => {
     const key = uniqueKey();
     const first = await postCharge({ apiKey, key });
