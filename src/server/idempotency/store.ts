@@ -28,10 +28,11 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
     try {
-      // createMany is one INSERT statement; create would wrap it in a
-      // transaction with a read-back (MySQL has no RETURNING), holding a
-      // connection for four round trips on every claim and every replay.
-      await db.idempotentRequest.createMany({
+      // create wraps the INSERT and its read-back in one transaction, so a
+      // connection lost between them rolls the claim back instead of leaving
+      // a record nobody owns until the sweeper abandons it (the database
+      // restart test caught exactly that with a bare INSERT and a read).
+      const request = await db.idempotentRequest.create({
         data: {
           idempotencyKey: input.idempotencyKey,
           route: input.route,
@@ -44,8 +45,6 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
           expiresAt: new Date(now.getTime() + env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000),
         },
       });
-      // Only expired records are ever deleted, so the row is still ours.
-      const request = await db.idempotentRequest.findUniqueOrThrow({ where: claimWhere(input) });
       return { kind: "claimed", request };
     } catch (error) {
       if (isLockConflictError(error)) continue; // InnoDB picked this insert as a deadlock victim: try again
