@@ -10,6 +10,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
+import type { PoolSlot } from "~/server/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { fmt, startBenchStack, table } from "./lib";
 
@@ -18,7 +19,6 @@ const GATEWAY_DELAY_MS = 3_000;
 const CLIENT_TIMEOUT_MS = 1_000;
 const WATCHDOG_MS = 120_000;
 
-type PoolSlot = { at: number; maxActive: number; acquired: number; heldMs: number; waited: number };
 type PoolUsage = { limit: number; recent: PoolSlot[] };
 
 const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000" });

@@ -7,7 +7,7 @@ import type * as mariadb from "mariadb";
  */
 const SLOT_MS = 100;
 const HISTORY_SLOTS = 300;
-type PoolSlot = { at: number; maxActive: number; acquired: number; heldMs: number; waited: number };
+export type PoolSlot = { at: number; maxActive: number; acquired: number; heldMs: number; waited: number };
 
 /**
  * Connections in use and requests queued for want of one. The gateway is slow;

@@ -50,7 +50,7 @@ export async function recordChargeAndComplete(
         // foreign-key check would take an S lock on it (an S-to-X upgrade is
         // a classic InnoDB deadlock under concurrency).
         if (!(await completeRequest(tx, request.id, response, reapedAs))) throw new RequestAlreadyFinished();
-        await tx.charge.createMany({ data: charge }); // no read-back: we hold the row already
+        await tx.charge.createMany({ data: charge }); // no read-back: the row is built here
       }),
     );
     return response;

@@ -51,7 +51,9 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
       if (!isDuplicateKeyError(error)) throw error;
     }
 
-    const existing = await db.idempotentRequest.findUnique({ where: claimWhere(input) });
+    const existing = await db.idempotentRequest.findUnique({
+      where: { idempotencyKey_route: { idempotencyKey: input.idempotencyKey, route: input.route } },
+    });
     if (!existing) continue; // deleted between our insert and our read: try again
 
     if (existing.expiresAt <= now) {
@@ -85,10 +87,6 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
   }
   throw new Error(`could not claim idempotency key after ${MAX_CLAIM_ROUNDS} rounds`);
 }
-
-const claimWhere = (input: ClaimInput) => ({
-  idempotencyKey_route: { idempotencyKey: input.idempotencyKey, route: input.route },
-});
 
 async function recordKeyReuse(existing: IdempotentRequest, input: ClaimInput) {
   await db.keyReuseAttempt.create({

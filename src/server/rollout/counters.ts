@@ -8,7 +8,7 @@ export function hourBucket(at: Date): Date {
 }
 
 /** How long keyed counts wait in memory before they are written. */
-export const KEYED_FLUSH_INTERVAL_MS = 1_000;
+const KEYED_FLUSH_INTERVAL_MS = 1_000;
 
 type BucketCount = { apiClientId: number; bucketStart: Date; keyed: number; keyless: number; lastKeylessAt: Date | null };
 
