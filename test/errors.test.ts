@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { isDatabaseUnavailable } from "~/server/http/handleApi";
 import { APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
 
 let apiKey: string;
@@ -244,6 +245,15 @@ describe("reading charges", () => {
     assert.ok(slot.at <= Date.now() && slot.at > Date.now() - 30_000);
     assert.ok(slot.acquired >= 1 && slot.maxActive >= 1 && slot.maxActive <= health.pool.limit);
     assert.ok(slot.heldMs >= 0);
+  });
+});
+
+describe("database failures are told apart from bugs", () => {
+  test("a socket closed mid-query (as the text protocol reports it) is 'unavailable', a constraint error is not", () => {
+    // The shape seen when MariaDB was killed under load: P2039 wrapping the driver's message.
+    const closed = { code: "P2039", meta: { driverAdapterError: { message: "socket has unexpectedly been closed" } } };
+    assert.equal(isDatabaseUnavailable(closed), true);
+    assert.equal(isDatabaseUnavailable({ code: "P2002", message: "Unique constraint failed" }), false);
   });
 });
 

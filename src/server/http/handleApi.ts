@@ -8,7 +8,7 @@ const UNAVAILABLE_CODES = new Set([
   "ER_CONNECTION_ALREADY_CLOSED", "ER_CLOSING_POOL", "ER_POOL_ALREADY_CLOSED", "ER_CMD_CONNECTION_CLOSED",
   "ER_SERVER_SHUTDOWN", "ER_CONNECTION_KILLED",
 ]);
-const UNAVAILABLE_MESSAGE = /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
+const UNAVAILABLE_MESSAGE = /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?(been )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
