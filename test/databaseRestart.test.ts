@@ -88,4 +88,13 @@ describe("MariaDB restarted while requests are in flight", () => {
       assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
     }
   });
+
+  test("a killed server can still be stopped (a failed test's after hook does exactly this)", async () => {
+    // A process ended by a signal has exitCode null; stop() once waited for an
+    // "exit" that had already fired, and npm test hung until CI's timeout.
+    await server.kill();
+    const stopped = server.stop().then(() => "stopped");
+    const hung = new Promise((r) => setTimeout(r, 5_000, "hung").unref());
+    assert.equal(await Promise.race([stopped, hung]), "stopped");
+  });
 });

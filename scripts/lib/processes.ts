@@ -23,11 +23,15 @@ export async function waitForHttp(url: string, timeoutMs: number, child?: ChildP
   }
 }
 
-/** SIGTERM, then SIGKILL if the process has not exited within 5 s. */
-async function stopChild(child: ChildProcess): Promise<void> {
+/**
+ * `signal` (SIGTERM by default), then SIGKILL if the process has not exited
+ * within 5 s. A process that already ended, by code or by signal, is left be:
+ * its "exit" event has fired and waiting for it again would never return.
+ */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
+  child.kill(signal);
   const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
   await exited;
   clearTimeout(timer);
