@@ -176,6 +176,43 @@ describe("replays and reuse", () => {
     assert.equal(second.headers.get("retry-after"), "2");
     assert.equal((await first).status, 201);
   });
+
+  test("while the first request runs, a changed payload or another client is still 422, not 409", async () => {
+    // This process answers retries of its own in-flight claims from memory;
+    // that must never hide a reuse.
+    const key = uniqueKey();
+    const body = chargeBody({ card_token: "tok_slow_1500" });
+    const first = postCharge({ apiKey, key, body });
+    await new Promise((r) => setTimeout(r, 300));
+    assertError(await postCharge({ apiKey, key, body }), 409, "request_in_progress");
+    assertError(await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), 422, "idempotency_key_reused");
+    const other = await newApiClient("other-in-flight");
+    assertError(await postCharge({ apiKey: other.apiKey, key, body }), 422, "idempotency_key_reused");
+    assert.equal(await db.keyReuseAttempt.count({ where: { idempotencyKey: key } }), 2, "both reuses recorded");
+    assert.equal((await first).status, 201);
+    const replay = await postCharge({ apiKey, key, body });
+    assert.equal(replay.headers.get("idempotent-replay"), "true", "once finished, the key is answered from the database again");
+    assert.equal((await gatewayCharges(body.customer_id)).length, 1);
+  });
+
+  test("retries of a request still running cost no database round trip beyond authentication", async () => {
+    const key = uniqueKey();
+    const body = chargeBody({ card_token: "tok_slow_1500" });
+    const first = postCharge({ apiKey, key, body });
+    await new Promise((r) => setTimeout(r, 300));
+    const since = Date.now();
+    const retries = 10;
+    for (let i = 0; i < retries; i++) assertError(await postCharge({ apiKey, key, body }), 409, "request_in_progress");
+    const health = await (await fetch(`${APP_URL}/api/health`)).json();
+    const acquired = health.pool.recent
+      .filter((slot: { at: number }) => slot.at >= Math.floor(since / 100) * 100)
+      .reduce((n: number, slot: { acquired: number }) => n + slot.acquired, 0);
+    // One for each API-key lookup, plus the health check and background
+    // flushes; through the database each retry would take three (lookup,
+    // failed INSERT, read), so twice the retries separates the two cleanly.
+    assert.ok(acquired < 2 * retries, `${acquired} connections for ${retries} retries`);
+    assert.equal((await first).status, 201);
+  });
 });
 
 describe("gateway outcomes", () => {

@@ -4,6 +4,7 @@ import type { IdempotentRequest } from "~/generated/prisma/client";
 import { deriveGatewayKey, gateway, type GatewayCharge, type GatewayChargeRequest } from "~/server/gateway";
 import { requestHash } from "~/server/idempotency/canonicalHash";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { whileHeld } from "~/server/idempotency/heldClaims";
 import { claimIdempotencyKey, releaseClaim, type StoredResponse } from "~/server/idempotency/store";
 import { countChargeRequest } from "~/server/rollout/counters";
 import { getIdempotencyMode } from "~/server/rollout/mode";
@@ -59,7 +60,8 @@ export async function submitCharge(args: {
 }
 
 async function chargeWithKey(apiClientId: number, idempotencyKey: string, body: unknown, input: CreateChargeInput): Promise<ChargeOutcome> {
-  const claim = await claimIdempotencyKey({ idempotencyKey, route: CHARGES_ROUTE, apiClientId, requestHash: requestHash(body) });
+  const claimInput = { idempotencyKey, route: CHARGES_ROUTE, apiClientId, requestHash: requestHash(body) };
+  const claim = await claimIdempotencyKey(claimInput);
   switch (claim.kind) {
     case "replay":
       return { kind: "response", response: claim.response, replayed: true };
@@ -67,7 +69,7 @@ async function chargeWithKey(apiClientId: number, idempotencyKey: string, body: 
     case "key_reused":
       return { kind: claim.kind };
     case "claimed":
-      return chargeClaimed(claim.request, input);
+      return whileHeld(claimInput, () => chargeClaimed(claim.request, input));
   }
 }
 
