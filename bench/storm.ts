@@ -34,7 +34,7 @@ setTimeout(() => {
   void stack.stop().finally(() => process.exit(2));
 }, WATCHDOG_MS).unref();
 
-/** 200 operations at once through the SDK; what the client saw, and when. */
+/** 200 operations through the SDK, started evenly over `rampMs`; what the client saw, and when. */
 async function storm(cardToken: string, rampMs: number) {
   const conflictLatencies: number[] = [];
   let serviceUnavailable = 0;
@@ -63,10 +63,11 @@ async function storm(cardToken: string, rampMs: number) {
   // Read now: the app keeps only its last 30 s. Every gateway call was made
   // after `start` and answers GATEWAY_DELAY_MS later, so until then every
   // call made is pending.
+  const record = await poolRecord();
   const pool = {
-    pending: await poolUse(start, start + GATEWAY_DELAY_MS),
-    answered: await poolUse(start + GATEWAY_DELAY_MS, end + 100),
-    whole: await poolUse(start, end + 100),
+    pending: poolUse(record, start, start + GATEWAY_DELAY_MS),
+    answered: poolUse(record, start + GATEWAY_DELAY_MS, end + 100),
+    whole: poolUse(record, start, end + 100),
   };
   return { tag, start, end, results, conflictLatencies: conflictLatencies.sort((a, b) => a - b), serviceUnavailable, timedOut, pool };
 }
@@ -80,8 +81,12 @@ async function duplicateCharges(tag: string) {
 }
 
 /** The app's own record of its pool, per 100 ms: exact, where a sampled gauge would miss bursts. */
-async function poolUse(from: number, to: number) {
-  const { pool } = (await (await fetch(`${stack.url}/api/health`)).json()) as { pool: PoolUsage };
+async function poolRecord(): Promise<PoolUsage> {
+  return ((await (await fetch(`${stack.url}/api/health`)).json()) as { pool: PoolUsage }).pool;
+}
+
+/** Pool use over [from, to) of one record. */
+function poolUse(pool: PoolUsage, from: number, to: number) {
   const slots = pool.recent.filter((s) => s.at >= Math.floor(from / 100) * 100 && s.at < to);
   const acquired = slots.reduce((n, s) => n + s.acquired, 0);
   return {
@@ -105,16 +110,19 @@ try {
   for (const round of Object.values(rounds)) duplicates += await duplicateCharges(round.tag);
   const unavailable = Object.values(rounds).reduce((n, r) => n + r.serviceUnavailable, 0);
 
-  const each = (f: (r: Awaited<ReturnType<typeof storm>>) => string | number) => Object.values(rounds).map(f).join(" / ");
-  const p99 = (r: Awaited<ReturnType<typeof storm>>) => (r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, 0.99)) : "n/a");
+  type Round = Awaited<ReturnType<typeof storm>>;
+  const each = (f: (r: Round) => string | number) => Object.values(rounds).map(f).join(" / ");
+  /** A quantile of the round's 409 latencies, scaled by `per`; n/a when it had none. */
+  const conflictLatency = (q: number, per = 1, digits?: number) => (r: Round) =>
+    r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, q) / per, digits) : "n/a";
   table(`Slow gateway storm: ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`, [
     { metric: "operations answered 201", value: each((r) => r.results.filter((x) => x.ok).length) },
     { metric: "duplicate charges at the gateway (must be 0)", value: duplicates },
     { metric: "attempts the client timed out (retried with the same key)", value: each((r) => r.timedOut) },
     { metric: "409 answers within the client timeout", value: each((r) => r.conflictLatencies.length) },
-    { metric: "409 latency p50 ms", value: each((r) => (r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, 0.5)) : "n/a")) },
-    { metric: "409 latency p99 ms", value: each(p99) },
-    { metric: "409 p99 / gateway delay", value: each((r) => (r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, 0.99) / GATEWAY_DELAY_MS, 3) : "n/a")) },
+    { metric: "409 latency p50 ms", value: each(conflictLatency(0.5)) },
+    { metric: "409 latency p99 ms", value: each(conflictLatency(0.99)) },
+    { metric: "409 p99 / gateway delay", value: each(conflictLatency(0.99, GATEWAY_DELAY_MS, 3)) },
     { metric: "answers 503 (database or pool unavailable)", value: unavailable },
     { metric: "wall time s", value: each((r) => fmt((r.end - r.start) / 1000)) },
   ]);
@@ -139,7 +147,7 @@ async function quietly<T>(run: () => Promise<T>): Promise<T> {
   return run();
 }
 
-function poolRow(use: Awaited<ReturnType<typeof poolUse>>) {
+function poolRow(use: ReturnType<typeof poolUse>) {
   return {
     "max in use": use.maxActive,
     "max / limit": fmt(use.maxActive / use.limit, 2),
