@@ -12,7 +12,7 @@ import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
 import { hashApiKey } from "~/server/auth/apiClients";
-import { chargeBody, gatewayCharges, postCharge, startAppInstance, closeConnections, type ApiResponse } from "./helpers";
+import { chargeBody, gatewayCharges, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
 
 const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
 const APP_URL = `http://127.0.0.1:${APP_PORT}`;
@@ -48,7 +48,13 @@ describe("MariaDB restarted while requests are in flight", () => {
   test("clear 503s meanwhile; after the sweep no duplicate charge and no stuck key", async () => {
     const ops = Array.from({ length: 8 }, () => ({ key: randomUUID(), body: chargeBody({ card_token: "tok_slow_1500" }) }));
     const inFlight = ops.map((op) => postCharge({ apiKey, baseUrl: APP_URL, ...op }));
-    await new Promise((r) => setTimeout(r, 400)); // claimed, now waiting on the gateway
+    // Kill only once every claim is committed and waiting on the gateway: a fixed
+    // sleep killed before the claims on a loaded machine (testing nothing in
+    // flight) and in the middle of them on another.
+    await waitFor("all claims", async () => {
+      const rows = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM idempotent_requests");
+      return Number(rows[0]!.n) === ops.length;
+    }, 20_000);
     await server.kill();
 
     const duringOutage = await postCharge({ apiKey, baseUrl: APP_URL, key: randomUUID(), body: chargeBody() });
@@ -77,6 +83,10 @@ describe("MariaDB restarted while requests are in flight", () => {
     });
     const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
     assert.equal(stuck.length, 0, "no key left in progress");
+    // Every claim had reached the gateway, so none may be written off as abandoned.
+    const reconciled = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM idempotent_requests WHERE reaped_as = 'reconciled'");
+    const answered = first.filter((r) => r.status === 201).length;
+    assert.equal(Number(reconciled[0]!.n), ops.length - answered, "the sweeper reconciled every claim the outage cut off");
 
     for (const op of ops) {
       const retry = await postCharge({ apiKey, baseUrl: APP_URL, ...op });
