@@ -1,4 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import { env } from "~/env";
+import type { ApiClient } from "~/generated/prisma/client";
 import { db } from "~/server/db";
 
 /** API keys are 192 random bits, so a plain sha256 is a safe way to store them. */
@@ -14,9 +17,22 @@ export async function createApiClient(name: string) {
   return { client, apiKey };
 }
 
+/**
+ * Clients found by key hash, kept briefly: the lookup was one database round
+ * trip on every request, including the retries a storm is made of. Only hits
+ * are kept, so a new key works at once; a rotated one keeps working for up to
+ * API_KEY_CACHE_TTL_MS in each running process.
+ */
+const knownClients = new LRUCache<string, ApiClient>({ max: 10_000, ttl: env.API_KEY_CACHE_TTL_MS });
+
 /** The client behind `Authorization: Bearer <key>`, or null. */
-export async function authenticateApiClient(authorization: string | null) {
+export async function authenticateApiClient(authorization: string | null): Promise<ApiClient | null> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
   if (!match) return null;
-  return db.apiClient.findUnique({ where: { keyHash: hashApiKey(match[1]!) } });
+  const keyHash = hashApiKey(match[1]!);
+  const known = knownClients.get(keyHash);
+  if (known) return known;
+  const client = await db.apiClient.findUnique({ where: { keyHash } });
+  if (client) knownClients.set(keyHash, client);
+  return client;
 }
