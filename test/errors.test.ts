@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE, submitCharge } from "~/server/charges/submitCharge";
 import { isDatabaseUnavailable } from "~/server/http/handleApi";
 import { APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
 
@@ -27,6 +27,21 @@ describe("authentication", () => {
     const key = uniqueKey();
     assertError(await postCharge({ apiKey: "sk_test_not_a_real_key", key }), 401, "unauthorized");
     assert.equal(await storedRecords(key), 0);
+  });
+});
+
+describe("a client that hung up before its key was claimed", () => {
+  test("is not worked on: nothing stored, nothing charged; the same call with the client still there charges", async () => {
+    const gone = { key: uniqueKey("gone"), body: chargeBody() };
+    const outcome = await submitCharge({ apiClientId: clientId, body: gone.body, idempotencyKeyHeader: gone.key, signal: AbortSignal.abort() });
+    assert.equal(outcome.kind, "client_gone");
+    assert.equal(await storedRecords(gone.key), 0);
+    assert.equal((await gatewayCharges(gone.body.customer_id)).length, 0);
+
+    const present = { key: uniqueKey("present"), body: chargeBody() };
+    const answered = await submitCharge({ apiClientId: clientId, body: present.body, idempotencyKeyHeader: present.key, signal: new AbortController().signal });
+    assert.equal(answered.kind === "response" && answered.response.status, 201);
+    assert.equal(await storedRecords(present.key), 1);
   });
 });
 

@@ -21,7 +21,9 @@ export type ChargeOutcome =
   | { kind: "response"; response: StoredResponse; replayed: boolean }
   | { kind: "in_progress" }
   | { kind: "key_reused" }
-  | { kind: "gateway_unavailable" };
+  | { kind: "gateway_unavailable" }
+  /** The client hung up before its key was claimed: nothing was stored or charged. */
+  | { kind: "client_gone" };
 
 function gatewayRequest(input: CreateChargeInput): GatewayChargeRequest {
   return { amountCents: input.amount_cents, currency: input.currency, cardToken: input.card_token, customerId: input.customer_id };
@@ -45,6 +47,8 @@ export async function submitCharge(args: {
   apiClientId: number;
   body: unknown;
   idempotencyKeyHeader: string | null;
+  /** Aborted when the client disconnects. */
+  signal?: AbortSignal;
 }): Promise<ChargeOutcome> {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return { kind: "invalid_idempotency_key", message: key.reason };
@@ -55,6 +59,10 @@ export async function submitCharge(args: {
   const parsed = createChargeSchema.safeParse(args.body);
   if (!parsed.success) return { kind: "invalid_request", fields: fieldErrors(parsed.error) };
 
+  // The last moment to drop the work: past here a key is claimed and must be
+  // finished. Under overload, attempts wait so long that their client has timed
+  // out (and retried); working on them anyway is how overload feeds itself.
+  if (args.signal?.aborted) return { kind: "client_gone" };
   if (key.kind === "absent") return chargeWithoutKey(args.apiClientId, parsed.data);
   return chargeWithKey(args.apiClientId, key.key, args.body, parsed.data);
 }

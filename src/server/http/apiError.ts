@@ -16,6 +16,7 @@ export type ApiErrorCode =
   | "card_declined"
   | "request_abandoned"
   | "gateway_unavailable"
+  | "client_closed_request"
   | "service_unavailable"
   | "not_found"
   | "method_not_allowed"

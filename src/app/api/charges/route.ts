@@ -26,6 +26,9 @@ function toResponse(outcome: ChargeOutcome): Response {
       });
     case "key_reused":
       return errorResponse(422, "idempotency_key_reused", "This Idempotency-Key was already used with a different request.");
+    case "client_gone":
+      // Nobody reads this; the status (nginx's "client closed request") is for logs.
+      return errorResponse(499, "client_closed_request", "The client closed the connection before the request was processed.");
     case "gateway_unavailable":
       return errorResponse(503, "gateway_unavailable", "The payment gateway did not answer; retry with the same Idempotency-Key.", {
         headers: { "Retry-After": RETRY_AFTER_SECONDS },
@@ -42,6 +45,7 @@ export async function POST(request: Request) {
       apiClientId: client.id,
       body,
       idempotencyKeyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
+      signal: request.signal,
     });
     return toResponse(outcome);
   });
