@@ -40,4 +40,21 @@ export async function disconnectDatabase() {
   await database.prisma.$disconnect();
   if (!database.pool.closed) await database.pool.end();
 }
+/** A Date as a DATETIME literal in UTC, the way Prisma stores them. */
+const utcDateTime = (d: Date) => d.toISOString().slice(0, 23).replace("T", " ");
+
+/**
+ * One INSERT on its own (autocommit), returning the row's AUTO_INCREMENT id.
+ * Prisma's create takes four round trips for this (BEGIN, INSERT, SELECT,
+ * COMMIT), holding the connection through each while a busy event loop gets
+ * to the answers; the claim of an idempotency key, made by every attempt and
+ * every retry, is the statement where that shows. Dates are sent as UTC;
+ * errors are the driver's own (errno 1062 for a duplicate key).
+ */
+export async function insertReturningId(sql: string, values: unknown[]): Promise<bigint> {
+  const params = values.map((v) => (v instanceof Date ? utcDateTime(v) : v));
+  const result = (await database.pool.query({ sql, insertIdAsNumber: false }, params)) as { insertId: bigint | number };
+  return BigInt(result.insertId);
+}
+
 export type DbTransaction = Parameters<Parameters<Db["$transaction"]>[0]>[0];

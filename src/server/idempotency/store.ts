@@ -1,5 +1,5 @@
 import { env } from "~/env";
-import { db, type DbTransaction } from "~/server/db";
+import { db, insertReturningId, type DbTransaction } from "~/server/db";
 import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { isHeldHere } from "./heldClaims";
@@ -31,24 +31,29 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
   if (isHeldHere(input)) return { kind: "in_progress" };
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
+    const expiresAt = new Date(now.getTime() + env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000);
     try {
-      // create wraps the INSERT and its read-back in one transaction, so a
-      // connection lost between them rolls the claim back instead of leaving
-      // a record nobody owns until the sweeper abandons it (the database
-      // restart test caught exactly that with a bare INSERT and a read).
-      const request = await db.idempotentRequest.create({
-        data: {
-          idempotencyKey: input.idempotencyKey,
-          route: input.route,
-          apiClientId: input.apiClientId,
-          requestHash: input.requestHash,
-          state: "in_progress",
-          lockedAt: now,
-          createdAt: now,
-          updatedAt: now,
-          expiresAt: new Date(now.getTime() + env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000),
-        },
-      });
+      // One autocommitted statement: there is no moment at which the row exists
+      // but this process does not know it owns it (a read-back after a bare
+      // INSERT had one, and the database restart test caught it).
+      const id = await insertReturningId(
+        `INSERT INTO idempotent_requests
+           (idempotency_key, route, api_client_id, request_hash, state, locked_at, created_at, updated_at, expires_at)
+         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?)`,
+        [input.idempotencyKey, input.route, input.apiClientId, input.requestHash, now, now, now, expiresAt],
+      );
+      const request: IdempotentRequest = {
+        id,
+        ...input,
+        state: "in_progress",
+        lockedAt: now,
+        responseStatus: null,
+        responseBody: null,
+        reapedAs: null,
+        createdAt: now,
+        updatedAt: now,
+        expiresAt,
+      };
       return { kind: "claimed", request };
     } catch (error) {
       if (isLockConflictError(error)) continue; // InnoDB picked this insert as a deadlock victim: try again
