@@ -4,7 +4,7 @@ import type { IdempotentRequest } from "~/generated/prisma/client";
 import { deriveGatewayKey, gateway, type GatewayCharge, type GatewayChargeRequest } from "~/server/gateway";
 import { requestHash } from "~/server/idempotency/canonicalHash";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
-import { whileHeld } from "~/server/idempotency/heldClaims";
+import { rememberAnswer, whileHeld } from "~/server/idempotency/heldClaims";
 import { claimIdempotencyKey, releaseClaim, type StoredResponse } from "~/server/idempotency/store";
 import { countChargeRequest } from "~/server/rollout/counters";
 import { getIdempotencyMode } from "~/server/rollout/mode";
@@ -76,8 +76,11 @@ async function chargeWithKey(apiClientId: number, idempotencyKey: string, body: 
     case "in_progress":
     case "key_reused":
       return { kind: claim.kind };
-    case "claimed":
-      return whileHeld(claimInput, () => chargeClaimed(claim.request, input));
+    case "claimed": {
+      const outcome = await whileHeld(claimInput, () => chargeClaimed(claim.request, input));
+      if (outcome.kind === "response") rememberAnswer(claimInput, outcome.response, claim.request.expiresAt);
+      return outcome;
+    }
   }
 }
 

@@ -2,7 +2,7 @@ import { env } from "~/env";
 import { db, insertReturningId, type DbTransaction } from "~/server/db";
 import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
-import { isHeldHere } from "./heldClaims";
+import { answerHere } from "./heldClaims";
 import { isDuplicateKeyError } from "./isDuplicateKeyError";
 
 export type StoredResponse = { status: number; body: string };
@@ -24,11 +24,12 @@ const MAX_CLAIM_ROUNDS = 3;
  * Takes ownership of (key, route) by INSERTing the record: the unique index
  * decides between concurrent requests, there is no check-then-insert. The loser
  * reads the winner's record and gets a replay, a 409 or a 422. A retry of a
- * request this very process is still working on gets its 409 without a round
- * trip (see heldClaims).
+ * request this very process is working on, or has just finished, is answered
+ * without a round trip (see heldClaims).
  */
 export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResult> {
-  if (isHeldHere(input)) return { kind: "in_progress" };
+  const known = answerHere(input);
+  if (known) return known;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
     const expiresAt = new Date(now.getTime() + env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000);
