@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { recordChargeAndComplete } from "~/server/charges/recordCharge";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { deriveGatewayKey, gateway } from "~/server/gateway";
 import { requestHash } from "~/server/idempotency/canonicalHash";
@@ -70,6 +71,19 @@ describe("reaping abandoned requests", () => {
     assert.equal(retry.json.gateway_charge_id, charged.id);
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
     assert.equal((await localCharges(body.customer_id)).length, 1);
+  });
+
+  test("a process finishing a record the sweeper already finished writes nothing and answers the stored response", async () => {
+    const body = chargeBody();
+    const record = await orphanedRecord(body);
+    await reapAbandoned({ olderThanMs: 5 * MINUTE });
+    const late = { id: `sim_late_${record.id}`, status: "succeeded" as const, amountCents: body.amount_cents, currency: body.currency, customerId: body.customer_id, declineCode: null, message: null };
+    const answer = await recordChargeAndComplete(record, late, deriveGatewayKey(record));
+    assert.equal(answer?.status, 500);
+    assert.match(answer?.body ?? "", /request_abandoned/);
+    assert.equal((await localCharges(body.customer_id)).length, 0, "no charge next to an abandoned record");
+    const after = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } });
+    assert.equal(after.reapedAs, "abandoned");
   });
 
   test("records younger than the threshold are left alone", async () => {

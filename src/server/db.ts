@@ -57,4 +57,3 @@ export async function insertReturningId(sql: string, values: unknown[]): Promise
   return BigInt(result.insertId);
 }
 
-export type DbTransaction = Parameters<Parameters<Db["$transaction"]>[0]>[0];

@@ -27,13 +27,28 @@ function chargeFromGateway(apiClientId: number, gatewayCharge: GatewayCharge, ga
   };
 }
 
-class RequestAlreadyFinished extends Error {}
+/**
+ * The charge row, inserted only while its request record is still in_progress.
+ * The SELECT ... FOR UPDATE takes the record's X lock first, before the
+ * charge's foreign-key check would take an S lock on it (an S-to-X upgrade is a
+ * classic InnoDB deadlock under concurrency).
+ */
+function insertChargeIfInProgress(c: Charge, requestId: bigint) {
+  return db.$executeRaw`
+    INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
+                         gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
+    SELECT ${c.id}, ${c.apiClientId}, ${c.customerId}, ${c.amountCents}, ${c.currency}, ${c.status}, ${c.failureCode},
+           ${c.gatewayChargeId}, ${c.gatewayIdempotencyKey}, ${requestId}, ${c.createdAt}
+    FROM idempotent_requests WHERE id = ${requestId} AND state = 'in_progress' FOR UPDATE`;
+}
 
 /**
  * Writes the local charge and completes its request record in ONE transaction,
- * so there is never a charge without a stored response or the reverse. If the
- * record was finished meanwhile (the sweeper reconciled it, or it was reaped),
- * nothing is written and the stored response is returned instead.
+ * so there is never a charge without a stored response or the reverse: both
+ * statements match only while the record is in_progress (the first locks it),
+ * and a failing one rolls back both. If the record was finished meanwhile (the
+ * sweeper reconciled it, or it was reaped), nothing is written and the stored
+ * response is returned instead.
  */
 export async function recordChargeAndComplete(
   request: IdempotentRequest,
@@ -44,23 +59,17 @@ export async function recordChargeAndComplete(
   const charge = chargeFromGateway(request.apiClientId, gatewayCharge, gatewayKey, request.id);
   const response = responseForCharge(charge);
   try {
-    await retryOnLockConflict(() =>
-      db.$transaction(async (tx) => {
-        // The request row first: this takes its X lock before the charge's
-        // foreign-key check would take an S lock on it (an S-to-X upgrade is
-        // a classic InnoDB deadlock under concurrency).
-        if (!(await completeRequest(tx, request.id, response, reapedAs))) throw new RequestAlreadyFinished();
-        await tx.charge.createMany({ data: charge }); // no read-back: the row is built here
-      }),
+    const [, completed] = await retryOnLockConflict(() =>
+      db.$transaction([insertChargeIfInProgress(charge, request.id), completeRequest(request.id, response, reapedAs)]),
     );
-    return response;
+    if (completed.count === 1) return response;
   } catch (error) {
-    if (!(error instanceof RequestAlreadyFinished) && !isDuplicateKeyError(error)) throw error;
-    const current = await findRequest(request.id);
-    if (current?.state !== "complete") return null;
-    console.warn(`request ${request.id} was finished by another process; answering its stored response`);
-    return { status: current.responseStatus ?? 500, body: current.responseBody ?? "" };
+    if (!isDuplicateKeyError(error)) throw error;
   }
+  const current = await findRequest(request.id);
+  if (current?.state !== "complete") return null;
+  console.warn(`request ${request.id} was finished by another process; answering its stored response`);
+  return { status: current.responseStatus ?? 500, body: current.responseBody ?? "" };
 }
 
 /** A keyless charge: nothing to complete, and nothing protects a retry of it. */

@@ -1,5 +1,5 @@
 import { env } from "~/env";
-import { db, insertReturningId, type DbTransaction } from "~/server/db";
+import { db, insertReturningId } from "~/server/db";
 import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { answerHere } from "./heldClaims";
@@ -112,17 +112,13 @@ async function recordKeyReuse(existing: IdempotentRequest, input: ClaimInput) {
 }
 
 /**
- * Stores the outcome, inside the caller's transaction (the same one that records
- * the charge). Applies only while the record is still in_progress; false means
- * someone else (the sweeper) finished it first and the caller must roll back.
+ * The UPDATE that stores the outcome. It matches only while the record is still
+ * in_progress; a count of 0 means someone else (the sweeper) finished it first.
+ * Returned unawaited, so it can go in a batch transaction with the charge
+ * (Prisma's interactive transactions hold the connection about twice as long).
  */
-export async function completeRequest(
-  tx: DbTransaction,
-  requestId: bigint,
-  response: StoredResponse,
-  reapedAs: ReapOutcome | null = null,
-): Promise<boolean> {
-  const updated = await tx.idempotentRequest.updateMany({
+export function completeRequest(requestId: bigint, response: StoredResponse, reapedAs: ReapOutcome | null = null) {
+  return db.idempotentRequest.updateMany({
     where: { id: requestId, state: "in_progress" },
     data: {
       state: "complete",
@@ -133,7 +129,6 @@ export async function completeRequest(
       updatedAt: new Date(),
     },
   });
-  return updated.count === 1;
 }
 
 /** Gives the key back after an unknown outcome, so a retry can take it again. */

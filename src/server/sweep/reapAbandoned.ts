@@ -70,6 +70,6 @@ async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "
     status: 500,
     body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
   };
-  await retryOnLockConflict(() => db.$transaction((tx) => completeRequest(tx, request.id, abandoned, "abandoned")));
+  await retryOnLockConflict(() => completeRequest(request.id, abandoned, "abandoned"));
   return "reaped";
 }
