@@ -40,8 +40,11 @@ export async function disconnectDatabase() {
   await database.prisma.$disconnect();
   if (!database.pool.closed) await database.pool.end();
 }
-/** A Date as a DATETIME literal in UTC, the way Prisma stores them. */
-const utcDateTime = (d: Date) => d.toISOString().slice(0, 23).replace("T", " ");
+/** One SQL statement with its `?` values, for the driver-level helpers below. */
+export type Statement = { sql: string; values: unknown[] };
+
+/** Dates as DATETIME literals in UTC, the way Prisma stores them. */
+const utcValues = (values: unknown[]) => values.map((v) => (v instanceof Date ? v.toISOString().slice(0, 23).replace("T", " ") : v));
 
 /**
  * One INSERT on its own (autocommit), returning the row's AUTO_INCREMENT id.
@@ -51,9 +54,42 @@ const utcDateTime = (d: Date) => d.toISOString().slice(0, 23).replace("T", " ");
  * every retry, is the statement where that shows. Dates are sent as UTC;
  * errors are the driver's own (errno 1062 for a duplicate key).
  */
-export async function insertReturningId(sql: string, values: unknown[]): Promise<bigint> {
-  const params = values.map((v) => (v instanceof Date ? utcDateTime(v) : v));
-  const result = (await database.pool.query({ sql, insertIdAsNumber: false }, params)) as { insertId: bigint | number };
+export async function insertReturningId({ sql, values }: Statement): Promise<bigint> {
+  const result = (await database.pool.query({ sql, insertIdAsNumber: false }, utcValues(values))) as { insertId: bigint | number };
   return BigInt(result.insertId);
 }
 
+/**
+ * Runs the statements as one transaction in two round trips, however many
+ * there are: START TRANSACTION and the statements go out together (the driver
+ * pipelines them), then COMMIT if all succeeded and `commitIf` accepts their
+ * affected-row counts, else ROLLBACK. True when committed. A failed statement's
+ * driver error (errno 1062, 1213, ...) is thrown after the rollback.
+ *
+ * Prisma sends each statement of a transaction after the previous one's answer
+ * has been through the event loop; when that loop is busy, the connection is
+ * held for every one of those waits. Charge completions are where that filled
+ * the pool (see bench/README.md, storm).
+ */
+export async function pipelinedTransaction(statements: Statement[], commitIf: (affectedRows: number[]) => boolean): Promise<boolean> {
+  const connection = await database.pool.getConnection();
+  let settled: PromiseSettledResult<unknown>[];
+  let committed = false;
+  try {
+    settled = await Promise.allSettled([
+      connection.query("START TRANSACTION"),
+      ...statements.map(({ sql, values }) => connection.query(sql, utcValues(values))),
+    ]);
+    const affected = settled.slice(1).map((r) => (r.status === "fulfilled" ? Number((r.value as { affectedRows?: number }).affectedRows ?? 0) : 0));
+    committed = settled.every((r) => r.status === "fulfilled") && commitIf(affected);
+    await connection.query(committed ? "COMMIT" : "ROLLBACK");
+  } catch (error) {
+    // The transaction's state is unknown: this connection never goes back to the pool.
+    await connection.destroy();
+    throw error;
+  }
+  await connection.release();
+  const failure = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failure) throw failure.reason;
+  return committed;
+}

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Charge, IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
-import { db } from "~/server/db";
+import { db, pipelinedTransaction, type Statement } from "~/server/db";
 import { retryOnLockConflict } from "~/server/dbConflicts";
 import type { GatewayCharge } from "~/server/gateway";
 import { isDuplicateKeyError } from "~/server/idempotency/isDuplicateKeyError";
@@ -33,21 +33,22 @@ function chargeFromGateway(apiClientId: number, gatewayCharge: GatewayCharge, ga
  * charge's foreign-key check would take an S lock on it (an S-to-X upgrade is a
  * classic InnoDB deadlock under concurrency).
  */
-function insertChargeIfInProgress(c: Charge, requestId: bigint) {
-  return db.$executeRaw`
-    INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
-                         gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
-    SELECT ${c.id}, ${c.apiClientId}, ${c.customerId}, ${c.amountCents}, ${c.currency}, ${c.status}, ${c.failureCode},
-           ${c.gatewayChargeId}, ${c.gatewayIdempotencyKey}, ${requestId}, ${c.createdAt}
-    FROM idempotent_requests WHERE id = ${requestId} AND state = 'in_progress' FOR UPDATE`;
+function insertChargeIfInProgress(c: Charge, requestId: bigint): Statement {
+  return {
+    sql: `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
+                               gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
+          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM idempotent_requests WHERE id = ? AND state = 'in_progress' FOR UPDATE`,
+    values: [c.id, c.apiClientId, c.customerId, c.amountCents, c.currency, c.status, c.failureCode,
+             c.gatewayChargeId, c.gatewayIdempotencyKey, requestId, c.createdAt, requestId],
+  };
 }
 
 /**
  * Writes the local charge and completes its request record in ONE transaction,
- * so there is never a charge without a stored response or the reverse: both
- * statements match only while the record is in_progress (the first locks it),
- * and a failing one rolls back both. If the record was finished meanwhile (the
- * sweeper reconciled it, or it was reaped), nothing is written and the stored
+ * so there is never a charge without a stored response or the reverse: it
+ * commits only if both statements matched the record (still in_progress; the
+ * first locks it). If the record was finished meanwhile (the sweeper
+ * reconciled it, or it was reaped), nothing is written and the stored
  * response is returned instead.
  */
 export async function recordChargeAndComplete(
@@ -59,10 +60,9 @@ export async function recordChargeAndComplete(
   const charge = chargeFromGateway(request.apiClientId, gatewayCharge, gatewayKey, request.id);
   const response = responseForCharge(charge);
   try {
-    const [, completed] = await retryOnLockConflict(() =>
-      db.$transaction([insertChargeIfInProgress(charge, request.id), completeRequest(request.id, response, reapedAs)]),
-    );
-    if (completed.count === 1) return response;
+    const statements = [insertChargeIfInProgress(charge, request.id), completeRequest(request.id, response, reapedAs)];
+    const committed = await retryOnLockConflict(() => pipelinedTransaction(statements, ([charged, completed]) => charged === 1 && completed === 1));
+    if (committed) return response;
   } catch (error) {
     if (!isDuplicateKeyError(error)) throw error;
   }

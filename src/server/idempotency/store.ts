@@ -1,5 +1,5 @@
 import { env } from "~/env";
-import { db, insertReturningId } from "~/server/db";
+import { db, insertReturningId, type Statement } from "~/server/db";
 import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import type { IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { answerHere } from "./heldClaims";
@@ -37,12 +37,12 @@ export async function claimIdempotencyKey(input: ClaimInput): Promise<ClaimResul
       // One autocommitted statement: there is no moment at which the row exists
       // but this process does not know it owns it (a read-back after a bare
       // INSERT had one, and the database restart test caught it).
-      const id = await insertReturningId(
-        `INSERT INTO idempotent_requests
-           (idempotency_key, route, api_client_id, request_hash, state, locked_at, created_at, updated_at, expires_at)
-         VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?)`,
-        [input.idempotencyKey, input.route, input.apiClientId, input.requestHash, now, now, now, expiresAt],
-      );
+      const id = await insertReturningId({
+        sql: `INSERT INTO idempotent_requests
+                (idempotency_key, route, api_client_id, request_hash, state, locked_at, created_at, updated_at, expires_at)
+              VALUES (?, ?, ?, ?, 'in_progress', ?, ?, ?, ?)`,
+        values: [input.idempotencyKey, input.route, input.apiClientId, input.requestHash, now, now, now, expiresAt],
+      });
       const request: IdempotentRequest = {
         id,
         ...input,
@@ -112,23 +112,17 @@ async function recordKeyReuse(existing: IdempotentRequest, input: ClaimInput) {
 }
 
 /**
- * The UPDATE that stores the outcome. It matches only while the record is still
- * in_progress; a count of 0 means someone else (the sweeper) finished it first.
- * Returned unawaited, so it can go in a batch transaction with the charge
- * (Prisma's interactive transactions hold the connection about twice as long).
+ * The UPDATE that stores the outcome, for a pipelinedTransaction (with the
+ * charge, when there is one). It matches only while the record is still
+ * in_progress; 0 rows means someone else (the sweeper) finished it first.
  */
-export function completeRequest(requestId: bigint, response: StoredResponse, reapedAs: ReapOutcome | null = null) {
-  return db.idempotentRequest.updateMany({
-    where: { id: requestId, state: "in_progress" },
-    data: {
-      state: "complete",
-      responseStatus: response.status,
-      responseBody: response.body,
-      lockedAt: null,
-      reapedAs,
-      updatedAt: new Date(),
-    },
-  });
+export function completeRequest(requestId: bigint, response: StoredResponse, reapedAs: ReapOutcome | null = null): Statement {
+  return {
+    sql: `UPDATE idempotent_requests
+          SET state = 'complete', response_status = ?, response_body = ?, locked_at = NULL, reaped_as = ?, updated_at = ?
+          WHERE id = ? AND state = 'in_progress'`,
+    values: [response.status, response.body, reapedAs, new Date(), requestId],
+  };
 }
 
 /** Gives the key back after an unknown outcome, so a retry can take it again. */

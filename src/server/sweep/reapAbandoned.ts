@@ -1,7 +1,7 @@
 import { env } from "~/env";
 import type { IdempotentRequest } from "~/generated/prisma/client";
 import { recordChargeAndComplete } from "~/server/charges/recordCharge";
-import { db } from "~/server/db";
+import { db, pipelinedTransaction } from "~/server/db";
 import { isLockConflictError, retryOnLockConflict } from "~/server/dbConflicts";
 import { deriveGatewayKey, gateway } from "~/server/gateway";
 import { errorBody } from "~/server/http/apiError";
@@ -70,6 +70,6 @@ async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "
     status: 500,
     body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
   };
-  await retryOnLockConflict(() => completeRequest(request.id, abandoned, "abandoned"));
+  await retryOnLockConflict(() => pipelinedTransaction([completeRequest(request.id, abandoned, "abandoned")], () => true));
   return "reaped";
 }
