@@ -37,7 +37,16 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "S
   clearTimeout(timer);
 }
 
-function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, quiet: boolean) {
+/** True when something already answers at `url` (a leftover process would otherwise pass for the new one). */
+async function answers(url: string): Promise<boolean> {
+  return fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, quiet: boolean) {
+  if (await answers(healthUrl)) throw new Error(`${name}: ${baseUrl} already answers; stop the process left on that port first`);
   const child = spawn(command, args, {
     cwd: root,
     env: { ...process.env, ...env },
@@ -49,7 +58,7 @@ function startService(name: string, command: string, args: string[], env: Env, h
 /** The simulated payment gateway, on its own port with its own database. */
 export async function startGateway(opts: { port: number; databaseUrl: string; quiet?: boolean }): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
-  const { service, ready } = startService(
+  const { service, ready } = await startService(
     "gateway",
     bin("tsx"),
     ["src/gateway-sim/server.ts"],
@@ -65,7 +74,7 @@ export async function startGateway(opts: { port: number; databaseUrl: string; qu
 /** The Next.js app from the production build (`next build` must have run). */
 export async function startApp(opts: { port: number; env: Env; quiet?: boolean }): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
-  const { service, ready } = startService(
+  const { service, ready } = await startService(
     "app",
     bin("next"),
     ["start", "-p", String(opts.port), "-H", "127.0.0.1"],
