@@ -1,9 +1,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { recordChargeAndComplete } from "~/server/charges/recordCharge";
+import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { env } from "~/env";
+import { deriveGatewayKey } from "~/server/gateway";
+import { poolUsage } from "~/server/db";
+import { claimIdempotencyKey } from "~/server/idempotency/store";
 import { chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, tally, uniqueKey } from "./helpers";
 
 let apiKey: string;
-before(async () => ({ apiKey } = await newApiClient("concurrency")));
+let clientId: number;
+before(async () => ({ apiKey, id: clientId } = await newApiClient("concurrency")));
 after(closeConnections);
 
 /**
@@ -60,5 +67,32 @@ describe("identical concurrent requests make exactly one charge", () => {
     assert.deepEqual(tally(responses), { "201": 20 });
     assert.equal((await localCharges(customer)).length, 20);
     assert.equal((await gatewayCharges(customer)).length, 20);
+  });
+});
+
+describe("a burst of completions", () => {
+  test("takes at most half the pool, so claims and replays still find a connection; each is recorded once", async () => {
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const claim = await claimIdempotencyKey({ idempotencyKey: uniqueKey("completion"), route: CHARGES_ROUTE, apiClientId: clientId, requestHash: `${i}`.padStart(64, "0") });
+        assert.equal(claim.kind, "claimed");
+        return claim.kind === "claimed" ? claim.request : assert.fail();
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 200)); // the claims' 100 ms slots are behind us
+    const since = Date.now();
+    const answers = await Promise.all(
+      claims.map((request, i) =>
+        recordChargeAndComplete(
+          request,
+          { id: `sim_burst_${request.id}`, status: "succeeded", amountCents: 100, currency: "usd", customerId: `cus_completion_${since}_${i}`, declineCode: null, message: null },
+          deriveGatewayKey(request),
+        ),
+      ),
+    );
+    assert.ok(answers.every((a) => a?.status === 201));
+    const busiest = Math.max(...poolUsage.recent.filter((s) => s.at >= Math.floor(since / 100) * 100).map((s) => s.maxActive));
+    assert.ok(busiest <= env.DATABASE_POOL_SIZE / 2, `${busiest} of ${env.DATABASE_POOL_SIZE} connections for 20 completions at once`);
+    for (let i = 0; i < claims.length; i++) assert.equal((await localCharges(`cus_completion_${since}_${i}`)).length, 1);
   });
 });

@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import pLimit from "p-limit";
+import { env } from "~/env";
 import type { Charge, IdempotentRequest, ReapOutcome } from "~/generated/prisma/client";
 import { db, pipelinedTransaction, type Statement } from "~/server/db";
 import { retryOnLockConflict } from "~/server/dbConflicts";
@@ -44,6 +46,14 @@ function insertChargeIfInProgress(c: Charge, requestId: bigint): Statement {
 }
 
 /**
+ * At most half the pool records charges at once. Completions arrive in bursts
+ * (gateway answers come back together), and a burst that took every connection
+ * would make the claims and replays behind it wait, which are what retrying
+ * clients wait for. The rest of a burst waits here, in memory, not in the pool.
+ */
+const completionSlots = pLimit(Math.max(1, Math.floor(env.DATABASE_POOL_SIZE / 2)));
+
+/**
  * Writes the local charge and completes its request record in ONE transaction,
  * so there is never a charge without a stored response or the reverse: it
  * commits only if both statements matched the record (still in_progress; the
@@ -61,7 +71,9 @@ export async function recordChargeAndComplete(
   const response = responseForCharge(charge);
   try {
     const statements = [insertChargeIfInProgress(charge, request.id), completeRequest(request.id, response, reapedAs)];
-    const committed = await retryOnLockConflict(() => pipelinedTransaction(statements, ([charged, completed]) => charged === 1 && completed === 1));
+    const committed = await completionSlots(() =>
+      retryOnLockConflict(() => pipelinedTransaction(statements, ([charged, completed]) => charged === 1 && completed === 1)),
+    );
     if (committed) return response;
   } catch (error) {
     if (!isDuplicateKeyError(error)) throw error;
