@@ -20,9 +20,9 @@ const schema = z
     IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
     /** Largest accepted request body, in bytes. */
     MAX_BODY_BYTES: z.coerce.number().int().min(256).default(16_384),
-    /** Keyless traffic must be zero for this long before enforcing is called safe. */
     /** How long a running process trusts an API key it has looked up; a rotated key works this long after. */
     API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(1_000).max(300_000).default(30_000),
+    /** Keyless traffic must be zero for this long before enforcing is called safe. */
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
     SESSION_SECRET: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)"),
   })
