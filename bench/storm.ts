@@ -14,7 +14,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
-import type { PoolSlot } from "~/server/poolUsage";
+import { slotsBetween, type PoolSlot } from "~/server/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { fmt, startBenchStack, table } from "./lib";
 
@@ -87,7 +87,7 @@ async function poolRecord(): Promise<PoolUsage> {
 
 /** Pool use over [from, to) of one record. */
 function poolUse(pool: PoolUsage, from: number, to: number) {
-  const slots = pool.recent.filter((s) => s.at >= Math.floor(from / 100) * 100 && s.at < to);
+  const slots = slotsBetween(pool.recent, from, to);
   const acquired = slots.reduce((n, s) => n + s.acquired, 0);
   return {
     limit: pool.limit,

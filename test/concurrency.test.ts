@@ -5,6 +5,7 @@ import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { env } from "~/env";
 import { deriveGatewayKey } from "~/server/gateway";
 import { poolUsage } from "~/server/db";
+import { slotsBetween } from "~/server/poolUsage";
 import { claimIdempotencyKey } from "~/server/idempotency/store";
 import { chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, tally, uniqueKey } from "./helpers";
 
@@ -91,7 +92,7 @@ describe("a burst of completions", () => {
       ),
     );
     assert.ok(answers.every((a) => a?.status === 201));
-    const busiest = Math.max(...poolUsage.recent.filter((s) => s.at >= Math.floor(since / 100) * 100).map((s) => s.maxActive));
+    const busiest = Math.max(...slotsBetween(poolUsage.recent, since).map((s) => s.maxActive));
     assert.ok(busiest <= env.DATABASE_POOL_SIZE / 2, `${busiest} of ${env.DATABASE_POOL_SIZE} connections for 20 completions at once`);
     for (let i = 0; i < claims.length; i++) assert.equal((await localCharges(`cus_completion_${since}_${i}`)).length, 1);
   });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CHARGES_ROUTE, submitCharge } from "~/server/charges/submitCharge";
 import { isDatabaseUnavailable } from "~/server/http/handleApi";
+import { slotsBetween, type PoolSlot } from "~/server/poolUsage";
 import { APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
 
 let apiKey: string;
@@ -214,9 +215,7 @@ describe("replays and reuse", () => {
     /** Connections the app handed out since `since` (its own per-100 ms record). */
     const connectionsSince = async (since: number): Promise<number> => {
       const health = await (await fetch(`${APP_URL}/api/health`)).json();
-      return health.pool.recent
-        .filter((slot: { at: number }) => slot.at >= Math.floor(since / 100) * 100)
-        .reduce((n: number, slot: { acquired: number }) => n + slot.acquired, 0);
+      return slotsBetween((health as { pool: { recent: PoolSlot[] } }).pool.recent, since).reduce((n, slot) => n + slot.acquired, 0);
     };
     // Through the database each retry takes two (the failed INSERT and the
     // read); from memory none, leaving the health check and background count

@@ -9,6 +9,11 @@ const SLOT_MS = 100;
 const HISTORY_SLOTS = 300;
 export type PoolSlot = { at: number; maxActive: number; acquired: number; heldMs: number; waited: number };
 
+/** The slots that cover [from, to): the one `from` falls in, through the last that starts before `to`. */
+export function slotsBetween(slots: PoolSlot[], from: number, to = Infinity): PoolSlot[] {
+  return slots.filter((s) => s.at >= Math.floor(from / SLOT_MS) * SLOT_MS && s.at < to);
+}
+
 /**
  * Connections in use and requests queued for want of one. The gateway is slow;
  * the pool must not be what runs out, and benchmarks read this per phase
