@@ -16,7 +16,7 @@ import { chargeBody, gatewayCharges, postCharge, startAppInstance, closeConnecti
 
 const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
 const APP_URL = `http://127.0.0.1:${APP_PORT}`;
-const DB_PORT = 3317;
+const DB_PORT = 3317 + Number(process.env.TEST_SLOT ?? 0);
 const server = new PrivateMariaDb(path.resolve(".data/test-restart-mariadb"), DB_PORT);
 const databaseUrl = `mysql://root@127.0.0.1:${DB_PORT}/charges_restart`;
 const apiKey = `sk_test_${randomUUID()}`;

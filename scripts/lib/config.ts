@@ -49,12 +49,20 @@ export function devConfig(): StackConfig {
 }
 
 /**
+ * Several test runs can share one machine (and one MariaDB) when each has its own
+ * TEST_SLOT (0-9): ports move by 20 per slot and the databases get a suffix.
+ */
+export const testSlot = Number(process.env.TEST_SLOT ?? 0);
+if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error("TEST_SLOT must be 0-9");
+
+/**
  * `npm test`: the same server as DATABASE_URL but its own databases
  * (charges_test, charges_test_gateway), dropped and re-created on every run.
  */
 export function testConfig(): StackConfig {
   const base = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
-  return stack(withDatabase(base, "charges_test"), 3100, 4110, {
+  const name = testSlot === 0 ? "charges_test" : `charges_test${testSlot}`;
+  return stack(withDatabase(base, name), 3100 + 20 * testSlot, 4110 + 20 * testSlot, {
     NODE_ENV: "test",
     // Short enough for the fault tests to see timeouts, long enough for CI's noise.
     GATEWAY_TIMEOUT_MS: "5000",
