@@ -56,7 +56,7 @@ describe("reaping abandoned requests", () => {
     const record = await orphanedRecord(body);
     const gatewayKey = deriveGatewayKey(record);
     const charged = await gateway.charge(
-      { amountCents: body.amount_cents, currency: body.currency, cardToken: body.card_token, customerId: body.customer_id },
+      { amountCents: body.amount_cents, currency: body.currency, cardToken: body.card_token, customerId: body.customer_id, metadata: { requestId: String(record.id), apiClientId: String(clientId), idempotencyKey: record.idempotencyKey } },
       { idempotencyKey: gatewayKey, timeoutMs: 5_000 },
     );
     const result = await reapAbandoned({ olderThanMs: 5 * MINUTE });
@@ -101,7 +101,7 @@ describe("reaping abandoned requests", () => {
       if (i % 2 === 0) continue;
       const b = bodies[i]!;
       await gateway.charge(
-        { amountCents: b.amount_cents, currency: b.currency, cardToken: b.card_token, customerId: b.customer_id },
+        { amountCents: b.amount_cents, currency: b.currency, cardToken: b.card_token, customerId: b.customer_id, metadata: { requestId: String(record.id), apiClientId: String(clientId), idempotencyKey: record.idempotencyKey } },
         { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
       );
     }

@@ -5,12 +5,14 @@
  *   tok_insufficient_funds              declines (insufficient_funds)
  *   tok_slow_<ms>                       succeeds, answering after <ms> (at most 120000)
  *   tok_error                           fails with 500 and charges nothing (outcome unknown to the caller)
+ *   tok_charge_then_error               charges, then fails with 500 (outcome unknown; the money moved)
  *   anything else                       declines (invalid_token)
  */
 export type Behaviour =
   | { kind: "succeed"; delayMs: number }
   | { kind: "decline"; code: string; message: string }
-  | { kind: "error" };
+  | { kind: "error" }
+  | { kind: "charge_then_error" };
 
 export const MAX_SLOW_MS = 120_000;
 
@@ -28,6 +30,8 @@ export function behaviourFor(cardToken: string): Behaviour {
       return { kind: "decline", code: "insufficient_funds", message: "Your card has insufficient funds." };
     case "tok_error":
       return { kind: "error" };
+    case "tok_charge_then_error":
+      return { kind: "charge_then_error" };
     default:
       return { kind: "decline", code: "invalid_token", message: "No such card token." };
   }

@@ -5,6 +5,7 @@
  *
  *   POST /v1/charges                              (Idempotency-Key required)
  *   GET  /v1/charges/by-idempotency-key/:key
+ *   GET  /v1/charges?created_gte=&created_lt=&starting_after=&limit=   (the charge list, oldest first)
  *   GET  /health
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -34,18 +35,30 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS sim_charges (
   message VARCHAR(255) NULL,
   created_at DATETIME(6) NOT NULL,
   respond_after DATETIME(6) NOT NULL,
-  UNIQUE KEY sim_charges_idempotency_key (idempotency_key)
+  metadata JSON NULL,
+  seq BIGINT NOT NULL AUTO_INCREMENT,
+  UNIQUE KEY sim_charges_idempotency_key (idempotency_key),
+  UNIQUE KEY sim_charges_seq (seq),
+  KEY sim_charges_created (created_at, seq)
 ) DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`;
+
+const metadataSchema = z.object({
+  request_id: z.string().max(32),
+  api_client_id: z.string().max(32),
+  idempotency_key: z.string().max(64).nullable(),
+});
 
 const bodySchema = z.object({
   amount_cents: z.number().int().positive(),
   currency: z.string().length(3),
   card_token: z.string().min(1).max(64),
   customer_id: z.string().max(64).nullable().optional(),
+  metadata: metadataSchema.optional(),
 });
 
 type Row = {
   id: string;
+  idempotency_key: string;
   request_hash: string;
   amount_cents: number;
   currency: string;
@@ -54,18 +67,34 @@ type Row = {
   decline_code: string | null;
   message: string | null;
   respond_after: Date;
+  created_at: Date;
+  metadata: string | z.infer<typeof metadataSchema> | null;
+  seq?: number | bigint;
 };
 
 function databaseOptions(url: string): mariadb.PoolConfig {
   return { ...mysqlConnectionOptions(url), connectionLimit: 20, timezone: "Z" };
 }
 
+/** Columns added after the first release of the simulator, for gateway databases made before them. */
+const LATER_COLUMNS: Record<string, string> = {
+  metadata: "ALTER TABLE sim_charges ADD COLUMN metadata JSON NULL",
+  seq: "ALTER TABLE sim_charges ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY sim_charges_seq (seq), ADD KEY sim_charges_created (created_at, seq)",
+};
+
 async function ensureSchema(url: string) {
   const { database, ...serverOptions } = databaseOptions(url);
+  const name = String(database).replaceAll("`", "");
   const conn = await mariadb.createConnection(serverOptions);
-  await conn.query(`CREATE DATABASE IF NOT EXISTS \`${String(database).replaceAll("`", "")}\``);
-  await conn.query(`USE \`${String(database).replaceAll("`", "")}\``);
+  await conn.query(`CREATE DATABASE IF NOT EXISTS \`${name}\``);
+  await conn.query(`USE \`${name}\``);
   await conn.query(SCHEMA);
+  const columns: { COLUMN_NAME: string }[] = await conn.query(
+    "SELECT COLUMN_NAME FROM information_schema.columns WHERE table_schema = ? AND table_name = 'sim_charges'",
+    [name],
+  );
+  const have = new Set(columns.map((c) => c.COLUMN_NAME));
+  for (const [column, ddl] of Object.entries(LATER_COLUMNS)) if (!have.has(column)) await conn.query(ddl);
   await conn.end();
 }
 
@@ -86,6 +115,9 @@ function toWire(row: Row) {
     customer_id: row.customer_id,
     decline_code: row.decline_code,
     message: row.message,
+    idempotency_key: row.idempotency_key,
+    created_at: new Date(row.created_at).toISOString(),
+    metadata: typeof row.metadata === "string" ? (JSON.parse(row.metadata) as unknown) : row.metadata,
   };
 }
 
@@ -130,6 +162,7 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
   const now = Date.now();
   const row: Row = {
     id: `gw_${randomBytes(12).toString("hex")}`,
+    idempotency_key: key,
     request_hash: hash,
     amount_cents: parsed.amount_cents,
     currency: parsed.currency,
@@ -138,15 +171,17 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     decline_code: behaviour.kind === "decline" ? behaviour.code : null,
     message: behaviour.kind === "decline" ? behaviour.message : null,
     respond_after: new Date(now + (behaviour.kind === "succeed" ? behaviour.delayMs : 0)),
+    created_at: new Date(now),
+    metadata: parsed.metadata ?? null,
   };
   try {
     // The money moves here, before the (possibly slow) answer: a caller that
     // gives up waiting has still been charged.
     await pool.query(
       `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token, status,
-         decline_code, message, created_at, respond_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         decline_code, message, created_at, respond_after, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [row.id, key, hash, row.amount_cents, row.currency, row.customer_id, parsed.card_token, row.status,
-        row.decline_code, row.message, new Date(now), row.respond_after],
+        row.decline_code, row.message, row.created_at, row.respond_after, row.metadata ? JSON.stringify(row.metadata) : null],
     );
   } catch (error) {
     if ((error as { errno?: number }).errno !== 1062) throw error;
@@ -157,7 +192,31 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     }
     return answer(res, existing);
   }
+  if (behaviour.kind === "charge_then_error") {
+    return send(res, 500, { error: { code: "processing_error", message: "Simulated failure after the charge was made" } });
+  }
   return answer(res, row);
+}
+
+const LIST_MAX = 100;
+
+/** The charge list of a time window, oldest first; the cursor is the last row's seq. */
+async function listCharges(url: URL, res: ServerResponse) {
+  const since = new Date(url.searchParams.get("created_gte") ?? 0);
+  const until = new Date(url.searchParams.get("created_lt") ?? Date.now() + 86_400_000);
+  const after = Number(url.searchParams.get("starting_after") ?? 0);
+  const limit = Math.min(LIST_MAX, Math.max(1, Number(url.searchParams.get("limit") ?? LIST_MAX)));
+  if ([since.getTime(), until.getTime(), after, limit].some((v) => !Number.isFinite(v))) {
+    return send(res, 400, { error: { code: "invalid_request", message: "created_gte, created_lt, starting_after, limit" } });
+  }
+  // Paging by seq inside the window returns each of its rows exactly once, and
+  // seq follows creation closely enough to read as "oldest first".
+  const rows: Row[] = await pool.query(
+    "SELECT * FROM sim_charges WHERE created_at >= ? AND created_at < ? AND seq > ? ORDER BY seq LIMIT ?",
+    [since, until, after, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  send(res, 200, { data: page.map(toWire), has_more: rows.length > limit, next_cursor: rows.length > limit ? String(page.at(-1)!.seq) : null });
 }
 
 const server = createServer((req, res) => {
@@ -165,6 +224,7 @@ const server = createServer((req, res) => {
   const byKey = /^\/v1\/charges\/by-idempotency-key\/(.+)$/.exec(url.pathname);
   const handle = async () => {
     if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);
+    if (req.method === "GET" && url.pathname === "/v1/charges") return listCharges(url, res);
     if (req.method === "GET" && byKey) {
       const row = await findByKey(decodeURIComponent(byKey[1]!));
       return row ? send(res, 200, toWire(row)) : send(res, 404, { error: { code: "not_found", message: "No charge" } });

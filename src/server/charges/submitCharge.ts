@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { env } from "~/env";
 import type { IdempotentRequest } from "~/generated/prisma/client";
-import { deriveGatewayKey, gateway, type GatewayCharge, type GatewayChargeRequest } from "~/server/gateway";
+import { deriveGatewayKey, gateway, type ChargeMetadata, type GatewayCharge, type GatewayChargeRequest } from "~/server/gateway";
 import { requestHash } from "~/server/idempotency/canonicalHash";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { rememberAnswer, whileHeld } from "~/server/idempotency/heldClaims";
@@ -25,14 +25,14 @@ export type ChargeOutcome =
   /** The client hung up before its key was claimed: nothing was stored or charged. */
   | { kind: "client_gone" };
 
-function gatewayRequest(input: CreateChargeInput): GatewayChargeRequest {
-  return { amountCents: input.amount_cents, currency: input.currency, cardToken: input.card_token, customerId: input.customer_id };
+function gatewayRequest(input: CreateChargeInput, metadata: ChargeMetadata): GatewayChargeRequest {
+  return { amountCents: input.amount_cents, currency: input.currency, cardToken: input.card_token, customerId: input.customer_id, metadata };
 }
 
 /** Calls the gateway; undefined when its outcome is unknown (timeout, 5xx, network). */
-async function chargeOnGateway(input: CreateChargeInput, gatewayKey: string): Promise<GatewayCharge | undefined> {
+async function chargeOnGateway(input: CreateChargeInput, gatewayKey: string, metadata: ChargeMetadata): Promise<GatewayCharge | undefined> {
   try {
-    return await gateway.charge(gatewayRequest(input), { idempotencyKey: gatewayKey, timeoutMs: env.GATEWAY_TIMEOUT_MS });
+    return await gateway.charge(gatewayRequest(input, metadata), { idempotencyKey: gatewayKey, timeoutMs: env.GATEWAY_TIMEOUT_MS });
   } catch (error) {
     console.warn(`gateway outcome unknown for ${gatewayKey}: ${(error as Error).message}`);
     return undefined;
@@ -89,7 +89,8 @@ async function chargeClaimed(request: IdempotentRequest, input: CreateChargeInpu
   // gateway must not be able to drain the pool.
   const gatewayKey = deriveGatewayKey(request);
   try {
-    const gatewayCharge = await chargeOnGateway(input, gatewayKey);
+    const metadata = { requestId: String(request.id), apiClientId: String(request.apiClientId), idempotencyKey: request.idempotencyKey };
+    const gatewayCharge = await chargeOnGateway(input, gatewayKey, metadata);
     if (!gatewayCharge) {
       // The money may have moved. The next retry calls the gateway again under
       // the same derived key, which answers with the charge it already made.
@@ -110,7 +111,7 @@ async function chargeWithoutKey(apiClientId: number, input: CreateChargeInput): 
   // Every keyless request is a new operation as far as anyone can tell; this
   // is exactly how a client's retry becomes a double charge.
   const gatewayKey = `gk_keyless_${randomUUID()}`;
-  const gatewayCharge = await chargeOnGateway(input, gatewayKey);
+  const gatewayCharge = await chargeOnGateway(input, gatewayKey, { requestId: "0", apiClientId: String(apiClientId), idempotencyKey: null });
   if (!gatewayCharge) return { kind: "gateway_unavailable" };
   return { kind: "response", response: await recordKeylessCharge(apiClientId, gatewayCharge, gatewayKey), replayed: false };
 }

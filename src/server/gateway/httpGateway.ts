@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { GatewayOutcomeUnknownError, type GatewayCharge, type GatewayChargeRequest, type PaymentGateway } from "./types";
+import {
+  GatewayOutcomeUnknownError,
+  type ChargeMetadata,
+  type GatewayCharge,
+  type GatewayChargeRequest,
+  type GatewayLookup,
+  type ListedGatewayCharge,
+  type PaymentGateway,
+} from "./types";
 
 const chargeSchema = z.object({
   id: z.string(),
@@ -10,6 +18,16 @@ const chargeSchema = z.object({
   decline_code: z.string().nullable(),
   message: z.string().nullable(),
 });
+
+const listedSchema = chargeSchema.extend({
+  idempotency_key: z.string(),
+  created_at: z.iso.datetime(),
+  metadata: z
+    .object({ request_id: z.string(), api_client_id: z.string(), idempotency_key: z.string().nullable() })
+    .nullable(),
+});
+
+const listSchema = z.object({ data: z.array(listedSchema), next_cursor: z.string().nullable() });
 
 function toGatewayCharge(json: unknown): GatewayCharge {
   const c = chargeSchema.parse(json);
@@ -22,6 +40,13 @@ function toGatewayCharge(json: unknown): GatewayCharge {
     declineCode: c.decline_code,
     message: c.message,
   };
+}
+
+function toListed(c: z.infer<typeof listedSchema>): ListedGatewayCharge {
+  const metadata: ChargeMetadata | null = c.metadata
+    ? { requestId: c.metadata.request_id, apiClientId: c.metadata.api_client_id, idempotencyKey: c.metadata.idempotency_key }
+    : null;
+  return { ...toGatewayCharge(c), idempotencyKey: c.idempotency_key, createdAt: new Date(c.created_at), metadata };
 }
 
 /** A gateway reached over HTTP with the simulated gateway's wire format. */
@@ -39,6 +64,11 @@ export class HttpPaymentGateway implements PaymentGateway {
           currency: request.currency,
           card_token: request.cardToken,
           customer_id: request.customerId,
+          metadata: {
+            request_id: request.metadata.requestId,
+            api_client_id: request.metadata.apiClientId,
+            idempotency_key: request.metadata.idempotencyKey,
+          },
         }),
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -50,11 +80,24 @@ export class HttpPaymentGateway implements PaymentGateway {
     throw new GatewayOutcomeUnknownError(`gateway answered ${response.status}: ${await response.text().catch(() => "")}`);
   }
 
-  async findByIdempotencyKey(idempotencyKey: string) {
+  /** The simulator's lookup by key reads its own table: a miss is a proof. */
+  async findCharge({ idempotencyKey }: { idempotencyKey: string }): Promise<GatewayLookup> {
     const url = new URL(`/v1/charges/by-idempotency-key/${encodeURIComponent(idempotencyKey)}`, this.baseUrl);
     const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    if (response.status === 404) return null;
+    if (response.status === 404) return { kind: "not_charged" };
     if (!response.ok) throw new Error(`gateway lookup answered ${response.status}`);
-    return toGatewayCharge(await response.json());
+    return { kind: "charged", charge: toGatewayCharge(await response.json()) };
+  }
+
+  async listCharges({ since, until, cursor, limit = 100 }: { since: Date; until: Date; cursor?: string; limit?: number }) {
+    const url = new URL("/v1/charges", this.baseUrl);
+    url.searchParams.set("created_gte", since.toISOString());
+    url.searchParams.set("created_lt", until.toISOString());
+    url.searchParams.set("limit", String(limit));
+    if (cursor) url.searchParams.set("starting_after", cursor);
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    if (!response.ok) throw new Error(`gateway charge list answered ${response.status}`);
+    const page = listSchema.parse(await response.json());
+    return { charges: page.data.map(toListed), nextCursor: page.next_cursor };
   }
 }

@@ -1,13 +1,29 @@
 /**
  * What the app needs from a payment provider. The simulated gateway
  * (src/gateway-sim) speaks this over HTTP; a real provider gets an adapter
- * implementing the same interface.
+ * implementing the same interface. Nothing in the charge path knows which
+ * provider it talks to.
  */
+
+/**
+ * Sent with every charge and stored by the provider next to it, so that the
+ * ledger reconciliation can name the operation behind any charge the provider
+ * lists, even one the app has no row for.
+ */
+export type ChargeMetadata = {
+  /** The idempotency record that owns the charge (decimal id). */
+  requestId: string;
+  apiClientId: string;
+  /** The client's Idempotency-Key; null for a keyless request. */
+  idempotencyKey: string | null;
+};
+
 export type GatewayChargeRequest = {
   amountCents: number;
   currency: string;
   cardToken: string;
   customerId: string | null;
+  metadata: ChargeMetadata;
 };
 
 export type GatewayCharge = {
@@ -20,6 +36,25 @@ export type GatewayCharge = {
   message: string | null;
 };
 
+/** A charge as the provider's charge list shows it. */
+export type ListedGatewayCharge = GatewayCharge & {
+  /** The key the app sent with the charge (the derived gateway key). */
+  idempotencyKey: string;
+  createdAt: Date;
+  metadata: ChargeMetadata | null;
+};
+
+/**
+ * "Did money move under this key?", asked without creating anything.
+ * `unproven` is for providers whose lookup is eventually consistent: the charge
+ * may exist and not be visible yet, so the caller must ask again later rather
+ * than write the operation off.
+ */
+export type GatewayLookup =
+  | { kind: "charged"; charge: GatewayCharge }
+  | { kind: "not_charged" }
+  | { kind: "unproven"; reason: string };
+
 export interface PaymentGateway {
   /**
    * Charges once per idempotency key: calling again with the same key returns
@@ -27,8 +62,17 @@ export interface PaymentGateway {
    * @throws GatewayOutcomeUnknownError when it cannot tell whether money moved.
    */
   charge(request: GatewayChargeRequest, options: { idempotencyKey: string; timeoutMs: number }): Promise<GatewayCharge>;
-  /** The charge made under this key, or null when the gateway never charged it. */
-  findByIdempotencyKey(idempotencyKey: string): Promise<GatewayCharge | null>;
+  /**
+   * The charge made under this key, if any. `lastAttemptAt` is when the app last
+   * called `charge` with it (a provider with an eventually consistent lookup
+   * answers `unproven` until that is long enough ago).
+   */
+  findCharge(lookup: { idempotencyKey: string; metadata: ChargeMetadata; lastAttemptAt: Date }): Promise<GatewayLookup>;
+  /** The provider's charges created in [since, until), oldest first, a page at a time. */
+  listCharges(window: { since: Date; until: Date; cursor?: string; limit?: number }): Promise<{
+    charges: ListedGatewayCharge[];
+    nextCursor: string | null;
+  }>;
 }
 
 /** Timeout, network error or 5xx: the charge may or may not have happened. */

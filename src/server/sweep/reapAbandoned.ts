@@ -61,9 +61,11 @@ async function lease(id: bigint, cutoff: Date, now: Date): Promise<boolean> {
 
 async function finishAbandoned(request: IdempotentRequest): Promise<"reaped" | "reconciled"> {
   const gatewayKey = deriveGatewayKey(request);
-  const charged = await gateway.findByIdempotencyKey(gatewayKey);
-  if (charged) {
-    await recordChargeAndComplete(request, charged, gatewayKey, "reconciled");
+  const metadata = { requestId: String(request.id), apiClientId: String(request.apiClientId), idempotencyKey: request.idempotencyKey };
+  const lookup = await gateway.findCharge({ idempotencyKey: gatewayKey, metadata, lastAttemptAt: request.updatedAt });
+  if (lookup.kind === "unproven") throw new Error(`gateway cannot tell yet: ${lookup.reason}`);
+  if (lookup.kind === "charged") {
+    await recordChargeAndComplete(request, lookup.charge, gatewayKey, "reconciled");
     return "reconciled";
   }
   const abandoned = {
