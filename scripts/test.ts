@@ -7,6 +7,7 @@
  *   npm test                 everything
  *   npm test -- test/sweep   only the node:test files whose path contains "test/sweep"
  *   npm test -- e2e          only the browser tests
+ *   npm test -- --no-build   reuse the last production build (while iterating on tests)
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -17,7 +18,9 @@ import { run, startApp, startGateway, type Service } from "./lib/processes";
 
 loadDotEnv();
 const config = testConfig();
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const build = !args.includes("--no-build");
+const filters = args.filter((a) => a !== "--no-build");
 const nodeFilters = filters.filter((f) => !f.startsWith("e2e"));
 const runNodeTests = filters.length === 0 || nodeFilters.length > 0;
 const runBrowserTests = filters.length === 0 || filters.some((f) => f.startsWith("e2e"));
@@ -30,7 +33,7 @@ Object.assign(process.env, config.env, { DEMO_SUPPORT_PASSWORD: "support-test-pa
 const { seedDemo } = await import("./lib/seed");
 const demo = await seedDemo();
 
-await run("next", ["build"], { ...config.env, NODE_ENV: "production" });
+if (build) await run("next", ["build"], { ...config.env, NODE_ENV: "production" });
 
 const testEnv = {
   ...config.env,
