@@ -14,7 +14,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
-import { slotsBetween, type PoolSlot } from "~/server/poolUsage";
+import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { fmt, startBenchStack, table } from "./lib";
 

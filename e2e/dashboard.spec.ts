@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 
 const apiKey = process.env.TEST_API_KEY!;
 const shot = (page: Page, name: string) => page.screenshot({ path: `e2e/artifacts/${name}.png`, fullPage: true });
@@ -44,8 +45,8 @@ test("support sees keyed, reused, abandoned and in-flight traffic", async ({ pag
   // A gateway error releases the claim; nobody retries, so the sweeper reaps it.
   expect((await charge(request, { key: abandoned, card: "tok_error" })).status()).toBe(503);
   await new Promise((r) => setTimeout(r, 1_200));
-  execFileSync("node_modules/.bin/tsx", ["src/worker/sweeper.ts", "--once"], {
-    env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500" },
+  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
+    env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
     stdio: "inherit",
   });
   const slow = charge(request, { key: inFlight, card: "tok_slow_4500" });
@@ -60,7 +61,7 @@ test("support sees keyed, reused, abandoned and in-flight traffic", async ({ pag
   await page.getByLabel("Search").fill(keyed);
   await page.getByRole("button", { name: "Find" }).click();
   await page.getByTestId("search-results").getByRole("link", { name: keyed }).click();
-  await expect(page.getByTestId("request-detail")).toContainText("complete");
+  await expect(page.getByTestId("request-detail")).toContainText("Complete");
   await expect(page.getByTestId("stored-response")).toContainText((await created.json()).id);
   await expect(page.getByTestId("linked-charge")).toContainText("25.00 USD");
   await shot(page, "request-detail");

@@ -14,7 +14,7 @@ import path from "node:path";
 import { loadDotEnv, root, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
-import { run, startApp, startGateway, type Service } from "./lib/processes";
+import { run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
 
 loadDotEnv();
 const config = testConfig();
@@ -59,7 +59,7 @@ try {
     .filter((f) => nodeFilters.length === 0 || nodeFilters.some((filter) => f.includes(filter)));
   if (runNodeTests) {
     // One file at a time: the fault tests kill and restart servers.
-    await run(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
+    await run(process.execPath, [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
       failures.push(String(e)),
     );
   }

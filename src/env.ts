@@ -13,8 +13,14 @@ const schema = z
     GATEWAY_URL: z.string().url().default("http://127.0.0.1:4010"),
     /** How long one gateway call may take before its outcome is treated as unknown. */
     GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-    /** The longest a charge can take: in_progress rows older than this are reaped. */
-    REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(5 * 60_000),
+    /**
+     * A claim's lease lasts the gateway timeout plus this margin, which covers a
+     * gateway call still in transit when it timed out and clock skew between
+     * instances. After it, a retry takes the claim over.
+     */
+    LEASE_MARGIN_MS: z.coerce.number().int().min(100).default(2_000),
+    /** How long an unfinished record (released, or its holder's lease over) waits for a retry before the sweeper finishes it. */
+    REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
     PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
     IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
@@ -26,9 +32,9 @@ const schema = z
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
     SESSION_SECRET: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)"),
   })
-  .refine((env) => env.GATEWAY_TIMEOUT_MS < env.REAP_AFTER_MS, {
+  .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],
-    message: "must be longer than GATEWAY_TIMEOUT_MS, or the sweeper could reap a charge that is still running",
+    message: "must be longer than a lease (GATEWAY_TIMEOUT_MS + LEASE_MARGIN_MS)",
   });
 
 export type Env = z.infer<typeof schema>;

@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { recordChargeAndComplete } from "~/server/charges/recordCharge";
+import { chargeOnGateway } from "~/server/charges/gatewayWork";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { env } from "~/env";
-import { deriveGatewayKey } from "~/server/gateway";
 import { poolUsage } from "~/server/db";
-import { slotsBetween } from "~/server/poolUsage";
-import { claimIdempotencyKey } from "~/server/idempotency/store";
+import { slotsBetween } from "~/server/db/poolUsage";
+import { runIdempotent, type WorkResult } from "~/server/idempotency";
 import { chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, tally, uniqueKey } from "./helpers";
 
 let apiKey: string;
@@ -73,27 +72,30 @@ describe("identical concurrent requests make exactly one charge", () => {
 
 describe("a burst of completions", () => {
   test("takes at most half the pool, so claims and replays still find a connection; each is recorded once", async () => {
-    const claims = await Promise.all(
-      Array.from({ length: 20 }, async (_, i) => {
-        const claim = await claimIdempotencyKey({ idempotencyKey: uniqueKey("completion"), route: CHARGES_ROUTE, apiClientId: clientId, requestHash: `${i}`.padStart(64, "0") });
-        assert.equal(claim.kind, "claimed");
-        return claim.kind === "claimed" ? claim.request : assert.fail();
-      }),
-    );
-    await new Promise((r) => setTimeout(r, 200)); // the claims' 100 ms slots are behind us
-    const since = Date.now();
-    const answers = await Promise.all(
-      claims.map((request, i) =>
-        recordChargeAndComplete(
-          request,
-          { id: `sim_burst_${request.id}`, status: "succeeded", amountCents: 100, currency: "usd", customerId: `cus_completion_${since}_${i}`, declineCode: null, message: null },
-          deriveGatewayKey(request),
+    // 20 operations charge at the gateway, then all complete in the same instant.
+    const n = 20;
+    let arrived = 0;
+    let release!: () => void;
+    const allCharged = new Promise<void>((r) => (release = r));
+    let since = 0;
+    const bodies = Array.from({ length: n }, () => chargeBody());
+    const answers = Promise.all(
+      bodies.map((body, i) =>
+        runIdempotent(
+          { idempotencyKey: uniqueKey("completion"), route: CHARGES_ROUTE, apiClientId: clientId, requestHash: `${i}`.padStart(64, "0") },
+          async (held): Promise<WorkResult> => {
+            const result = await chargeOnGateway(held, { ...body, customer_id: body.customer_id });
+            if (++arrived === n) setTimeout(() => ((since = Date.now()), release()), 200); // the claims' slots are behind us
+            await allCharged;
+            return result;
+          },
         ),
       ),
     );
-    assert.ok(answers.every((a) => a?.status === 201));
+    const outcomes = await answers;
+    assert.ok(outcomes.every((o) => o.kind === "fresh" && o.response.status === 201));
     const busiest = Math.max(...slotsBetween(poolUsage.recent, since).map((s) => s.maxActive));
-    assert.ok(busiest <= env.DATABASE_POOL_SIZE / 2, `${busiest} of ${env.DATABASE_POOL_SIZE} connections for 20 completions at once`);
-    for (let i = 0; i < claims.length; i++) assert.equal((await localCharges(`cus_completion_${since}_${i}`)).length, 1);
+    assert.ok(busiest <= env.DATABASE_POOL_SIZE / 2, `${busiest} of ${env.DATABASE_POOL_SIZE} connections for ${n} completions at once`);
+    for (const body of bodies) assert.equal((await localCharges(body.customer_id)).length, 1);
   });
 });

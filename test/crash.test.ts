@@ -1,22 +1,46 @@
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:net";
+import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { env } from "~/env";
 import { runSweep } from "~/server/sweep/runSweep";
 import {
-  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance, tally, uniqueKey, waitFor,
+  chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, startAppInstance, tally,
+  uniqueKey, waitFor, type ApiResponse,
 } from "./helpers";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 1;
 const URL_B = `http://127.0.0.1:${PORT}`;
+const LEASE_MS = env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS;
 
 let apiKey: string;
 before(async () => ({ apiKey } = await newApiClient("crash")));
 after(closeConnections);
 
-const record = (key: string) => db.idempotentRequest.findFirstOrThrow({ where: { idempotencyKey: key } });
+/** Retries every 250 ms, as an impatient client would, until the answer is final. */
+async function retryUntilFinal(send: () => Promise<ApiResponse>, timeoutMs: number): Promise<ApiResponse> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await send();
+    if (res.status !== 409 && res.status !== 503) return res;
+    if (Date.now() > deadline) return res;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A gateway that accepts connections and never answers: the app is killed while it waits. */
+async function blackHoleGateway() {
+  const sockets: Socket[] = [];
+  const server: Server = createServer((s) => sockets.push(s));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    sockets,
+    close: () => (sockets.forEach((s) => s.destroy()), server.close()),
+  };
+}
 
 describe("the app is killed mid-charge", () => {
-  test("charge reached the gateway: after restart and sweep, one charge and the real 201", async () => {
+  test("charge reached the gateway: a retry after the restart takes the claim over and gets the one charge within the lease + 2 s", async () => {
     let app = await startAppInstance(PORT);
     const key = uniqueKey("crash");
     const body = chargeBody({ card_token: "tok_slow_3000" });
@@ -26,22 +50,21 @@ describe("the app is killed mid-charge", () => {
     await waitFor("the gateway to charge", async () => (await gatewayCharges(body.customer_id)).length === 1);
     app.child.kill("SIGKILL");
     assert.ok((await inFlight) instanceof Error, "the client lost its connection");
-    assert.equal((await record(key)).state, "in_progress");
+    const claimed = (await recordOf(key))!;
+    assert.equal(claimed.phase.name, "held");
 
     app = await startAppInstance(PORT);
     try {
       const early = await postCharge({ apiKey, key, body, baseUrl: URL_B });
-      assert.equal(early.status, 409, "still owned by the dead process until the sweep");
-
-      const run = await runSweep({ reapAfterMs: 0 });
-      assert.equal(run.reconciled, 1);
-      const done = await record(key);
-      assert.equal(done.state, "complete");
-      assert.equal(done.reapedAs, "reconciled");
-
-      const retry = await postCharge({ apiKey, key, body, baseUrl: URL_B });
+      if (Date.now() < claimed.createdAt.getTime() + LEASE_MS - 500) {
+        assert.equal(early.status, 409, "the dead process's lease still runs");
+      }
+      const retry = await retryUntilFinal(() => postCharge({ apiKey, key, body, baseUrl: URL_B }), LEASE_MS + 5_000);
+      const recoveredAfter = Date.now() - claimed.createdAt.getTime();
       assert.equal(retry.status, 201, retry.text);
-      assert.equal(retry.headers.get("idempotent-replay"), "true");
+      assert.ok(recoveredAfter <= LEASE_MS + 2_000, `recovered ${recoveredAfter} ms after the claim (lease ${LEASE_MS} ms)`);
+      const done = (await recordOf(key))!;
+      assert.equal(done.attempt, 2, "taken over under the next fencing token");
       const [gatewayCharge] = await gatewayCharges(body.customer_id);
       assert.equal(retry.json.gateway_charge_id, gatewayCharge!.id);
       assert.equal((await gatewayCharges(body.customer_id)).length, 1, "no duplicate at the gateway");
@@ -51,23 +74,19 @@ describe("the app is killed mid-charge", () => {
     }
   });
 
-  test("charge never reached the gateway: after the sweep it is abandoned, and nothing was charged", async () => {
-    // A gateway that accepts the connection and never answers: the app is
-    // killed while it waits, before anything was charged.
-    const sockets: import("node:net").Socket[] = [];
-    const blackHole: Server = createServer((s) => sockets.push(s));
-    await new Promise<void>((r) => blackHole.listen(0, "127.0.0.1", r));
-    const port = (blackHole.address() as { port: number }).port;
-    const app = await startAppInstance(PORT, { GATEWAY_URL: `http://127.0.0.1:${port}` });
+  test("charge never reached the gateway: after the lease the sweep abandons it, and nothing was charged", async () => {
+    const gatewayHole = await blackHoleGateway();
+    // A short gateway timeout, so the lease (timeout + margin) is over soon.
+    const app = await startAppInstance(PORT, { GATEWAY_URL: gatewayHole.url, GATEWAY_TIMEOUT_MS: "1000", LEASE_MARGIN_MS: "500" });
     const key = uniqueKey("crash-early");
     const body = chargeBody();
     const inFlight = postCharge({ apiKey, key, body, baseUrl: URL_B }).catch((e: Error) => e);
-    await waitFor("the app to call the gateway", async () => sockets.length > 0);
+    await waitFor("the app to call the gateway", async () => gatewayHole.sockets.length > 0);
     app.child.kill("SIGKILL");
     await inFlight;
-    for (const s of sockets) s.destroy();
-    blackHole.close();
+    gatewayHole.close();
 
+    await waitFor("the lease to end", async () => (await recordOf(key))?.phase.name === "lease_expired", 5_000);
     const run = await runSweep({ reapAfterMs: 0 });
     assert.ok(run.reaped >= 1);
     const retry = await postCharge({ apiKey, key, body });
@@ -75,6 +94,19 @@ describe("the app is killed mid-charge", () => {
     assert.equal(retry.json.error.code, "request_abandoned");
     assert.equal((await gatewayCharges(body.customer_id)).length, 0);
     assert.equal((await localCharges(body.customer_id)).length, 0);
+  });
+
+  test("a keyless charge in flight when the app dies is recorded by the sweep", async () => {
+    const app = await startAppInstance(PORT, { GATEWAY_TIMEOUT_MS: "4000", LEASE_MARGIN_MS: "500" });
+    const body = chargeBody({ card_token: "tok_slow_3000" });
+    const inFlight = postCharge({ apiKey, body, baseUrl: URL_B }).catch((e: Error) => e);
+    await waitFor("the gateway to charge", async () => (await gatewayCharges(body.customer_id)).length === 1);
+    app.child.kill("SIGKILL");
+    await inFlight;
+    await new Promise((r) => setTimeout(r, 4_600)); // the dead holder's lease
+    const run = await runSweep({ reapAfterMs: 0 });
+    assert.ok(run.reconciled >= 1);
+    assert.equal((await localCharges(body.customer_id)).length, 1, "the app knows the charge the gateway made");
   });
 });
 

@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
+import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 import { hashApiKey } from "~/server/auth/apiClients";
 import { chargeBody, gatewayCharges, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
 
@@ -70,21 +71,26 @@ describe("MariaDB restarted while requests are in flight", () => {
 
     await server.start();
     // Whatever the outage left in progress, the sweeper finishes (reconciling with the gateway).
-    execFileSync("node_modules/.bin/tsx", ["src/worker/sweeper.ts", "--once"], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500" },
-      stdio: "inherit",
-      timeout: 60_000,
-    });
+    const sweepOnce = () =>
+      execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
+        env: { ...process.env, DATABASE_URL: databaseUrl, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
+        stdio: "inherit",
+        timeout: 60_000,
+      });
+    // The claims' leases (the app's gateway timeout + margin) must run out before the sweep may take them.
+    await waitFor("the leases to end", async () => {
+      const rows = await query<{ n: bigint }[]>(
+        "SELECT COUNT(*) AS n FROM idempotent_requests WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
+      );
+      return Number(rows[0]!.n) === 0;
+    }, 20_000);
+    sweepOnce();
     await new Promise((r) => setTimeout(r, 1_100));
-    execFileSync("node_modules/.bin/tsx", ["src/worker/sweeper.ts", "--once"], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500" },
-      stdio: "inherit",
-      timeout: 60_000,
-    });
+    sweepOnce();
     const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
     assert.equal(stuck.length, 0, "no key left in progress");
     // Every claim had reached the gateway, so none may be written off as abandoned.
-    const reconciled = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM idempotent_requests WHERE reaped_as = 'reconciled'");
+    const reconciled = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM idempotent_requests WHERE finished_by = 'reconciled'");
     const answered = first.filter((r) => r.status === 201).length;
     assert.equal(Number(reconciled[0]!.n), ops.length - answered, "the sweeper reconciled every claim the outage cut off");
 

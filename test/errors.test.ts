@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CHARGES_ROUTE, submitCharge } from "~/server/charges/submitCharge";
-import { isDatabaseUnavailable } from "~/server/http/handleApi";
-import { slotsBetween, type PoolSlot } from "~/server/poolUsage";
-import { APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
+import { isDatabaseUnavailable } from "~/server/db/errors";
+import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
+import { keyToBytes, runIdempotent } from "~/server/idempotency";
+import {
+  APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, recordsWithKey,
+  uniqueKey,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;
@@ -16,9 +20,8 @@ function assertError(res: { status: number; json: any; text: string }, status: n
   assert.equal(typeof res.json.error.message, "string");
 }
 
-async function storedRecords(key: string) {
-  return db.idempotentRequest.count({ where: { idempotencyKey: key } });
-}
+const storedRecords = recordsWithKey;
+const reusesOf = (key: string) => db.keyReuseAttempt.findMany({ where: { idempotencyKey: keyToBytes(key) } });
 
 describe("authentication", () => {
   test("no Authorization header -> 401", async () => {
@@ -144,7 +147,7 @@ describe("replays and reuse", () => {
     await postCharge({ apiKey, key, body });
     const res = await postCharge({ apiKey, key, body: { ...body, amount_cents: body.amount_cents + 1 } });
     assertError(res, 422, "idempotency_key_reused");
-    const attempts = await db.keyReuseAttempt.findMany({ where: { idempotencyKey: key } });
+    const attempts = await reusesOf(key);
     assert.equal(attempts.length, 1);
     assert.notEqual(attempts[0]!.storedHash, attempts[0]!.attemptedHash);
     assert.equal((await localCharges(body.customer_id)).length, 1);
@@ -158,18 +161,20 @@ describe("replays and reuse", () => {
     const theirs = await postCharge({ apiKey: other.apiKey, key, body });
     assertError(theirs, 422, "idempotency_key_reused");
     assert.ok(!theirs.text.includes(mine.json.id), "the other client's charge id does not leak");
-    const attempt = await db.keyReuseAttempt.findFirstOrThrow({ where: { idempotencyKey: key } });
+    const [attempt] = await reusesOf(key);
+    assert.ok(attempt);
     assert.equal(attempt.apiClientId, other.id);
     assert.equal(attempt.ownerApiClientId, clientId);
   });
 
   test("the same key on another route is a different record", async () => {
-    const { claimIdempotencyKey } = await import("~/server/idempotency/store");
     const key = uniqueKey();
     await postCharge({ apiKey, key });
-    const elsewhere = await claimIdempotencyKey({ idempotencyKey: key, route: "POST /api/refunds", apiClientId: clientId, requestHash: "0".repeat(64) });
-    assert.equal(elsewhere.kind, "claimed");
-    const onCharges = await claimIdempotencyKey({ idempotencyKey: key, route: CHARGES_ROUTE, apiClientId: clientId, requestHash: "0".repeat(64) });
+    const claim = { idempotencyKey: key, apiClientId: clientId, requestHash: "0".repeat(64) };
+    const done = async () => ({ kind: "complete" as const, response: { status: 200, body: "{}" }, writes: [] });
+    const elsewhere = await runIdempotent({ ...claim, route: "POST /api/refunds" }, done);
+    assert.equal(elsewhere.kind, "fresh");
+    const onCharges = await runIdempotent({ ...claim, route: CHARGES_ROUTE }, done);
     assert.equal(onCharges.kind, "key_reused");
   });
 
@@ -179,7 +184,7 @@ describe("replays and reuse", () => {
       headers: { Authorization: `Bearer ${apiKey}`, "Idempotency-Key": "get-key" },
     });
     assert.equal(res.status, 200);
-    assert.equal(await db.idempotentRequest.count({ where: { idempotencyKey: "get-key" } }), 0);
+    assert.equal(await recordsWithKey("get-key"), 0);
   });
 
   test("a request still running -> 409 request_in_progress with Retry-After", async () => {
@@ -204,7 +209,7 @@ describe("replays and reuse", () => {
     assertError(await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), 422, "idempotency_key_reused");
     const other = await newApiClient("other-in-flight");
     assertError(await postCharge({ apiKey: other.apiKey, key, body }), 422, "idempotency_key_reused");
-    assert.equal(await db.keyReuseAttempt.count({ where: { idempotencyKey: key } }), 2, "both reuses recorded");
+    assert.equal((await reusesOf(key)).length, 2, "both reuses recorded");
     assert.equal((await first).status, 201);
     const replay = await postCharge({ apiKey, key, body });
     assert.equal(replay.headers.get("idempotent-replay"), "true", "once finished, the key is answered with the stored response");
@@ -263,9 +268,7 @@ describe("gateway outcomes", () => {
     const first = await postCharge({ apiKey, key, body });
     assertError(first, 503, "gateway_unavailable");
     assert.equal(first.headers.get("retry-after"), "2");
-    const record = await db.idempotentRequest.findFirstOrThrow({ where: { idempotencyKey: key } });
-    assert.equal(record.state, "in_progress");
-    assert.equal(record.lockedAt, null, "released");
+    assert.equal((await recordOf(key))?.phase.name, "released");
     // The retry takes the claim again and reaches the gateway again (not a 409).
     assertError(await postCharge({ apiKey, key, body }), 503, "gateway_unavailable");
     // A different payload under the released key is still a reuse.
@@ -341,7 +344,7 @@ describe("SQL metacharacters", () => {
     assert.equal(first.status, 201);
     const retry = await postCharge({ apiKey, key, body });
     assert.equal(retry.headers.get("idempotent-replay"), "true");
-    assert.equal((await db.idempotentRequest.findFirstOrThrow({ where: { idempotencyKey: key } })).idempotencyKey, key);
+    assert.equal((await recordOf(key))?.idempotencyKey, key);
     assert.ok((await db.charge.count()) > 0);
   });
 });

@@ -1,8 +1,12 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
+import type { FinishedBy } from "~/generated/prisma/client";
 import { createApiClient } from "~/server/auth/apiClients";
+import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
+import { deriveGatewayKey, gateway, type GatewayCharge } from "~/server/gateway";
+import { decodeRecord, keyToBytes, requestHash, type IdempotencyRecord, type PhaseName } from "~/server/idempotency";
 
 export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 
@@ -90,4 +94,70 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** The record of a key on the charges route, decoded by the lifecycle module (undefined if there is none). */
+export async function recordOf(key: string, route = CHARGES_ROUTE): Promise<IdempotencyRecord | undefined> {
+  const row = await db.idempotentRequest.findUnique({ where: { idempotencyKey_route: { idempotencyKey: keyToBytes(key), route } } });
+  return row ? decodeRecord(row) : undefined;
+}
+
+export const recordsWithKey = (key: string) => db.idempotentRequest.count({ where: { idempotencyKey: keyToBytes(key) } });
+
+const MINUTE = 60_000;
+
+/**
+ * A record in a given phase and age, as a process (or a crash) would have left
+ * it: `held` (lease still running), `lease_expired` (its holder is gone),
+ * `released` (outcome unknown) or `complete` (finished by `finishedBy`).
+ */
+export async function seedRecord(opts: {
+  apiClientId: number;
+  phase: PhaseName;
+  body?: unknown;
+  key?: string | null;
+  route?: string;
+  ageMs?: number;
+  attempt?: number;
+  finishedBy?: FinishedBy;
+  response?: { status: number; body: string };
+  expiresAt?: Date;
+}): Promise<IdempotencyRecord> {
+  const now = Date.now();
+  const past = new Date(now - (opts.ageMs ?? 10 * MINUTE));
+  const key = opts.key === undefined ? uniqueKey("seeded") : opts.key;
+  const complete = opts.phase === "complete";
+  const row = await db.idempotentRequest.create({
+    data: {
+      idempotencyKey: key === null ? null : keyToBytes(key),
+      route: opts.route ?? CHARGES_ROUTE,
+      apiClientId: opts.apiClientId,
+      requestHash: requestHash(opts.body ?? {}),
+      state: complete ? "complete" : "in_progress",
+      attempt: opts.attempt ?? 1,
+      leaseExpiresAt:
+        opts.phase === "held" ? new Date(now + 5 * MINUTE) : opts.phase === "lease_expired" ? new Date(now - 1_000) : null,
+      responseStatus: complete ? (opts.response?.status ?? 201) : null,
+      responseBody: complete ? (opts.response?.body ?? "{}") : null,
+      finishedBy: complete ? (opts.finishedBy ?? "request") : null,
+      createdAt: past,
+      updatedAt: past,
+      expiresAt: opts.expiresAt ?? new Date(now + 24 * 60 * MINUTE),
+    },
+  });
+  return decodeRecord(row);
+}
+
+/** Charges at the gateway under the record's derived key, as its (dead) holder had done. */
+export async function chargeAtGateway(record: IdempotencyRecord, body: ReturnType<typeof chargeBody>): Promise<GatewayCharge> {
+  return gateway.charge(
+    {
+      amountCents: body.amount_cents,
+      currency: body.currency,
+      cardToken: body.card_token,
+      customerId: body.customer_id,
+      metadata: { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey },
+    },
+    { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
+  );
 }

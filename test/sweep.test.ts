@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { recordChargeAndComplete } from "~/server/charges/recordCharge";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
-import { deriveGatewayKey, gateway } from "~/server/gateway";
-import { requestHash } from "~/server/idempotency/canonicalHash";
+import { keyToBytes } from "~/server/idempotency";
+import { pruneBatchStatement, unfinishedStatement } from "~/server/idempotency/lifecycle";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { runSweep } from "~/server/sweep/runSweep";
-import { chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
+import {
+  chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, recordOf,
+  seedRecord, uniqueKey,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;
@@ -16,23 +18,9 @@ after(closeConnections);
 
 const MINUTE = 60_000;
 
-/** What a process that died mid-request leaves behind: a locked in_progress record. */
-async function orphanedRecord(body: ReturnType<typeof chargeBody>, ageMs = 10 * MINUTE) {
-  const past = new Date(Date.now() - ageMs);
-  return db.idempotentRequest.create({
-    data: {
-      idempotencyKey: uniqueKey("orphan"),
-      route: CHARGES_ROUTE,
-      apiClientId: clientId,
-      requestHash: requestHash(body),
-      state: "in_progress",
-      lockedAt: past,
-      createdAt: past,
-      updatedAt: past,
-      expiresAt: new Date(Date.now() + 24 * 60 * MINUTE),
-    },
-  });
-}
+/** What a process that died mid-request leaves behind: an in-progress record whose lease ran out. */
+const orphanedRecord = (body: ReturnType<typeof chargeBody>, ageMs = 10 * MINUTE) =>
+  seedRecord({ apiClientId: clientId, phase: "lease_expired", body, ageMs });
 
 describe("reaping abandoned requests", () => {
   test("never reached the gateway -> completed as 500 request_abandoned, replayed to the retry", async () => {
@@ -40,11 +28,11 @@ describe("reaping abandoned requests", () => {
     const record = await orphanedRecord(body);
     const result = await reapAbandoned({ olderThanMs: 5 * MINUTE });
     assert.ok(result.reaped >= 1);
-    const after = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } });
-    assert.equal(after.state, "complete");
-    assert.equal(after.reapedAs, "abandoned");
-    assert.equal(after.responseStatus, 500);
-    const retry = await postCharge({ apiKey, key: record.idempotencyKey, body });
+    const done = await recordOf(record.idempotencyKey!);
+    assert.equal(done?.phase.name === "complete" && done.phase.finishedBy, "abandoned");
+    assert.equal(done?.phase.name === "complete" && done.phase.response.status, 500);
+    assert.equal(done?.attempt, 2, "taken over under the next attempt");
+    const retry = await postCharge({ apiKey, key: record.idempotencyKey!, body });
     assert.equal(retry.status, 500);
     assert.equal(retry.json.error.code, "request_abandoned");
     assert.equal(retry.headers.get("idempotent-replay"), "true");
@@ -54,57 +42,50 @@ describe("reaping abandoned requests", () => {
   test("the gateway had charged -> local charge written, completed with the real 201", async () => {
     const body = chargeBody();
     const record = await orphanedRecord(body);
-    const gatewayKey = deriveGatewayKey(record);
-    const charged = await gateway.charge(
-      { amountCents: body.amount_cents, currency: body.currency, cardToken: body.card_token, customerId: body.customer_id, metadata: { requestId: String(record.id), apiClientId: String(clientId), idempotencyKey: record.idempotencyKey } },
-      { idempotencyKey: gatewayKey, timeoutMs: 5_000 },
-    );
+    const charged = await chargeAtGateway(record, body);
     const result = await reapAbandoned({ olderThanMs: 5 * MINUTE });
     assert.ok(result.reconciled >= 1);
-    const after = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id }, include: { charge: true } });
-    assert.equal(after.state, "complete");
-    assert.equal(after.reapedAs, "reconciled");
-    assert.equal(after.responseStatus, 201);
-    assert.equal(after.charge?.gatewayChargeId, charged.id);
-    const retry = await postCharge({ apiKey, key: record.idempotencyKey, body });
+    const done = await recordOf(record.idempotencyKey!);
+    assert.equal(done?.phase.name === "complete" && done.phase.finishedBy, "reconciled");
+    assert.equal(done?.phase.name === "complete" && done.phase.response.status, 201);
+    const [charge] = await localCharges(body.customer_id);
+    assert.equal(charge?.gatewayChargeId, charged.id);
+    assert.equal(charge?.idempotentRequestId, record.id);
+    const retry = await postCharge({ apiKey, key: record.idempotencyKey!, body });
     assert.equal(retry.status, 201);
     assert.equal(retry.json.gateway_charge_id, charged.id);
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
     assert.equal((await localCharges(body.customer_id)).length, 1);
   });
 
-  test("a process finishing a record the sweeper already finished writes nothing and answers the stored response", async () => {
-    const body = chargeBody();
-    const record = await orphanedRecord(body);
+  test("a released claim nobody retried is finished the same way (the keyless ones too)", async () => {
+    const keyed = chargeBody();
+    const keyless = chargeBody();
+    const released = await seedRecord({ apiClientId: clientId, phase: "released", body: keyed });
+    const anonymous = await seedRecord({ apiClientId: clientId, phase: "released", body: keyless, key: null });
+    await chargeAtGateway(released, keyed);
+    await chargeAtGateway(anonymous, keyless);
     await reapAbandoned({ olderThanMs: 5 * MINUTE });
-    const late = { id: `sim_late_${record.id}`, status: "succeeded" as const, amountCents: body.amount_cents, currency: body.currency, customerId: body.customer_id, declineCode: null, message: null };
-    const answer = await recordChargeAndComplete(record, late, deriveGatewayKey(record));
-    assert.equal(answer?.status, 500);
-    assert.match(answer?.body ?? "", /request_abandoned/);
-    assert.equal((await localCharges(body.customer_id)).length, 0, "no charge next to an abandoned record");
-    const after = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } });
-    assert.equal(after.reapedAs, "abandoned");
+    for (const body of [keyed, keyless]) {
+      assert.equal((await localCharges(body.customer_id)).length, 1);
+      assert.equal((await gatewayCharges(body.customer_id)).length, 1);
+    }
   });
 
-  test("records younger than the threshold are left alone", async () => {
-    const record = await orphanedRecord(chargeBody(), 1_000);
+  test("records younger than the threshold, and records under a live lease, are left alone", async () => {
+    const young = await orphanedRecord(chargeBody(), 1_000);
+    const held = await seedRecord({ apiClientId: clientId, phase: "held", body: chargeBody(), ageMs: 10 * MINUTE });
     await reapAbandoned({ olderThanMs: 5 * MINUTE });
-    assert.equal((await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } })).state, "in_progress");
-    await db.idempotentRequest.delete({ where: { id: record.id } });
+    assert.equal((await recordOf(young.idempotencyKey!))?.phase.name, "lease_expired");
+    assert.equal((await recordOf(held.idempotencyKey!))?.phase.name, "held");
+    await db.idempotentRequest.deleteMany({ where: { id: { in: [young.id, held.id] } } });
   });
 
-  test("sweepers running at once finish each record exactly once", async () => {
+  test("sweepers running at once finish each record exactly once, and count only what they finished", async () => {
     const bodies = Array.from({ length: 12 }, () => chargeBody());
     const records = await Promise.all(bodies.map((b) => orphanedRecord(b)));
     // Half of them had reached the gateway.
-    for (const [i, record] of records.entries()) {
-      if (i % 2 === 0) continue;
-      const b = bodies[i]!;
-      await gateway.charge(
-        { amountCents: b.amount_cents, currency: b.currency, cardToken: b.card_token, customerId: b.customer_id, metadata: { requestId: String(record.id), apiClientId: String(clientId), idempotencyKey: record.idempotencyKey } },
-        { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
-      );
-    }
+    for (const [i, record] of records.entries()) if (i % 2 === 1) await chargeAtGateway(record, bodies[i]!);
     const results = await Promise.all([1, 2, 3, 4].map(() => reapAbandoned({ olderThanMs: 5 * MINUTE })));
     const reaped = results.reduce((n, r) => n + r.reaped, 0);
     const reconciled = results.reduce((n, r) => n + r.reconciled, 0);
@@ -122,6 +103,15 @@ describe("reaping abandoned requests", () => {
   });
 });
 
+/** Records whose key starts with `prefix` (a prefix of a VARBINARY key is a byte-wise LIKE). */
+async function countWithPrefix(prefix: string): Promise<number> {
+  const rows = await db.$queryRawUnsafe<{ n: bigint }[]>(
+    "SELECT COUNT(*) AS n FROM idempotent_requests WHERE idempotency_key LIKE ?",
+    `${prefix.replace(/[\\%_]/g, "\\$&")}%`,
+  );
+  return Number(rows[0]!.n);
+}
+
 describe("pruning expired records", () => {
   async function insertRecords(count: number, expiresAt: Date, prefix: string) {
     // One multi-row INSERT per 1000 rows keeps set-up fast.
@@ -129,13 +119,14 @@ describe("pruning expired records", () => {
       const n = Math.min(1000, count - start);
       await db.idempotentRequest.createMany({
         data: Array.from({ length: n }, (_, i) => ({
-          idempotencyKey: `${prefix}-${start + i}`,
+          idempotencyKey: keyToBytes(`${prefix}-${start + i}`),
           route: CHARGES_ROUTE,
           apiClientId: clientId,
           requestHash: "0".repeat(64),
           state: "complete" as const,
           responseStatus: 201,
           responseBody: "{}",
+          finishedBy: "request" as const,
           expiresAt,
         })),
       });
@@ -149,12 +140,12 @@ describe("pruning expired records", () => {
     await insertRecords(10, new Date(Date.now() + 3_600_000), `${tag}-live`);
     // An expired record with a charge: the charge must outlive it.
     const created = await postCharge({ apiKey, key: `${tag}-charged` });
-    await db.idempotentRequest.updateMany({ where: { idempotencyKey: `${tag}-charged` }, data: { expiresAt: past } });
+    await db.idempotentRequest.updateMany({ where: { idempotencyKey: keyToBytes(`${tag}-charged`) }, data: { expiresAt: past } });
 
     const pruned = await pruneExpired({ batchSize: 1_000 });
     assert.ok(pruned >= 2_501, `pruned ${pruned}`);
-    assert.equal(await db.idempotentRequest.count({ where: { idempotencyKey: { startsWith: `${tag}-old` } } }), 0);
-    assert.equal(await db.idempotentRequest.count({ where: { idempotencyKey: { startsWith: `${tag}-live` } } }), 10);
+    assert.equal(await countWithPrefix(`${tag}-old`), 0);
+    assert.equal(await countWithPrefix(`${tag}-live`), 10);
     const charge = await db.charge.findUniqueOrThrow({ where: { id: created.json.id } });
     assert.equal(charge.idempotentRequestId, null);
   });
@@ -162,7 +153,7 @@ describe("pruning expired records", () => {
   test("a prune with a time budget stops early and leaves the rest to the next sweep", async () => {
     const tag = uniqueKey("budget");
     await insertRecords(2_000, new Date(Date.now() - 60_000), `${tag}-old`);
-    const left = () => db.idempotentRequest.count({ where: { idempotencyKey: { startsWith: `${tag}-old` } } });
+    const left = () => countWithPrefix(`${tag}-old`);
 
     const first = await pruneExpired({ batchSize: 100, budgetMs: 1 });
     assert.ok(first > 0 && first < 2_000, `pruned ${first} within the budget`);
@@ -175,7 +166,7 @@ describe("pruning expired records", () => {
   test("an expired key that has not been pruned yet names a new operation", async () => {
     const key = uniqueKey();
     const first = await postCharge({ apiKey, key });
-    await db.idempotentRequest.updateMany({ where: { idempotencyKey: key }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    await db.idempotentRequest.updateMany({ where: { idempotencyKey: keyToBytes(key) }, data: { expiresAt: new Date(Date.now() - 1_000) } });
     const again = await postCharge({ apiKey, key });
     assert.equal(again.status, 201);
     assert.equal(again.headers.get("idempotent-replay"), null);
@@ -187,15 +178,15 @@ describe("pruning expired records", () => {
     await db.$executeRawUnsafe("ANALYZE TABLE idempotent_requests");
     const cutoff = new Date(Date.now() - 5 * MINUTE);
     const show = (row: object) => JSON.stringify(row, (_, v) => (typeof v === "bigint" ? Number(v) : v));
-    const explain = async (sql: string) => (await db.$queryRawUnsafe<{ key: string | null; type: string }[]>(`EXPLAIN ${sql}`, cutoff))[0]!;
+    const explain = async ({ sql, values }: { sql: string; values: unknown[] }) =>
+      (await db.$queryRawUnsafe<{ key: string | null; type: string }[]>(`EXPLAIN ${sql}`, ...values))[0]!;
 
-    const sweep = await explain(
-      "SELECT id FROM idempotent_requests WHERE state = 'in_progress' AND updated_at < ? ORDER BY updated_at LIMIT 100",
-    );
+    // The statements themselves, as the sweeper and the pruner send them.
+    const sweep = await explain(unfinishedStatement(new Date(), 5 * MINUTE, 100));
     assert.equal(sweep.key, "idempotent_requests_sweep_idx", show(sweep));
     assert.notEqual(sweep.type, "ALL");
 
-    const prune = await explain("DELETE FROM idempotent_requests WHERE expires_at < ? ORDER BY expires_at LIMIT 1000");
+    const prune = await explain(pruneBatchStatement(cutoff, 1000));
     assert.equal(prune.key, "idempotent_requests_prune_idx", show(prune));
     assert.notEqual(prune.type, "ALL");
   });

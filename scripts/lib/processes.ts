@@ -87,8 +87,18 @@ export async function startApp(opts: { port: number; env: Env; quiet?: boolean }
   return service;
 }
 
+/**
+ * Node flags for server code run outside Next.js: `server-only` (imported by the
+ * database client) resolves to its empty module under the react-server condition.
+ */
+export const SERVER_CODE_FLAGS = ["--conditions=react-server"];
+
 export function startSweeper(env: Env): Service {
-  const child = spawn(bin("tsx"), ["src/worker/sweeper.ts"], { cwd: root, env: { ...process.env, ...env }, stdio: "inherit" });
+  const child = spawn(bin("tsx"), [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: "inherit",
+  });
   return {
     name: "sweeper",
     url: "",

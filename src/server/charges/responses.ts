@@ -1,6 +1,6 @@
 import type { Charge } from "~/generated/prisma/client";
 import { errorBody } from "~/server/http/apiError";
-import type { StoredResponse } from "~/server/idempotency/store";
+import type { StoredResponse } from "~/server/idempotency";
 
 /** The public JSON shape of a charge (also used by GET /api/charges/[id]). */
 export function serializeCharge(charge: Charge) {
@@ -28,3 +28,9 @@ export function responseForCharge(charge: Charge): StoredResponse {
     }),
   };
 }
+
+/** The stored answer of an operation the sweeper found the gateway never charged. */
+export const abandonedResponse: StoredResponse = {
+  status: 500,
+  body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
+};

@@ -1,24 +1,5 @@
+import { isDatabaseUnavailable } from "~/server/db";
 import { ApiError, errorResponse } from "./apiError";
-
-/** Connection-level failures: the database is down or unreachable, not a bug. */
-const UNAVAILABLE_CODES = new Set([
-  "P1001", "P1002", "P1008", "P1017", "P2024", "P2028",
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
-  "ER_GET_CONNECTION_TIMEOUT", "ER_CONNECTION_TIMEOUT", "ER_SOCKET_UNEXPECTED_CLOSE",
-  "ER_CONNECTION_ALREADY_CLOSED", "ER_CLOSING_POOL", "ER_POOL_ALREADY_CLOSED", "ER_CMD_CONNECTION_CLOSED",
-  "ER_SERVER_SHUTDOWN", "ER_CONNECTION_KILLED",
-]);
-const UNAVAILABLE_MESSAGE = /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?(been )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
-
-export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
-    const candidate = e as { code?: unknown; message?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } };
-    if (typeof candidate.code === "string" && UNAVAILABLE_CODES.has(candidate.code)) return true;
-    if (typeof candidate.message === "string" && UNAVAILABLE_MESSAGE.test(candidate.message)) return true;
-    e = candidate.meta?.driverAdapterError ?? candidate.cause;
-  }
-  return false;
-}
 
 /** Runs a route handler body, turning every failure into the documented error format. */
 export async function handleApi(run: () => Promise<Response>): Promise<Response> {

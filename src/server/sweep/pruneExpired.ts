@@ -1,8 +1,14 @@
 import { env } from "~/env";
-import { db } from "~/server/db";
+import { execute } from "~/server/db";
+import { pruneExpiredBatch } from "~/server/idempotency";
 
-/** Key-reuse attempts and sweep runs are dashboard history; kept longer than keys. */
+/** Key-reuse attempts, sweep and reconciliation runs are dashboard history; kept longer than keys. */
 const HISTORY_RETENTION_DAYS = 30;
+const HISTORY = [
+  ["idempotency_key_reuses", "created_at"],
+  ["sweep_runs", "started_at"],
+  ["reconciliation_runs", "started_at"],
+] as const;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -18,11 +24,16 @@ const REST_PER_BATCH_TIME = 3;
  * held briefly and concurrent inserts are never blocked for long. MariaDB's
  * DELETE ... ORDER BY ... LIMIT walks the index from the oldest row.
  */
-async function deleteInBatches(sql: string, cutoff: Date, batchSize: number, deadline: number): Promise<number> {
+async function deleteInBatches(
+  deleteBatch: (cutoff: Date, batchSize: number) => Promise<number>,
+  cutoff: Date,
+  batchSize: number,
+  deadline: number,
+): Promise<number> {
   let total = 0;
   while (performance.now() < deadline) {
     const started = performance.now();
-    const deleted = await db.$executeRawUnsafe(sql, cutoff, batchSize);
+    const deleted = await deleteBatch(cutoff, batchSize);
     total += deleted;
     if (deleted < batchSize) break;
     await sleep((performance.now() - started) * REST_PER_BATCH_TIME);
@@ -30,10 +41,14 @@ async function deleteInBatches(sql: string, cutoff: Date, batchSize: number, dea
   return total;
 }
 
+/** Old dashboard history, oldest first along its time index. */
+const deleteOld = (table: string, column: string) => (cutoff: Date, batchSize: number) =>
+  execute({ sql: `DELETE FROM ${table} WHERE ${column} < ? ORDER BY ${column} LIMIT ?`, values: [cutoff, batchSize] });
+
 /**
- * Deletes expired records, then old dashboard history. With `budgetMs` it stops
- * after about that long and leaves the rest to the next sweep, so that a large
- * backlog never delays reaping.
+ * Deletes expired records (complete ones only: the lifecycle's rule), then old
+ * dashboard history. With `budgetMs` it stops after about that long and leaves
+ * the rest to the next sweep, so that a large backlog never delays reaping.
  */
 export async function pruneExpired({
   batchSize = env.PRUNE_BATCH_SIZE,
@@ -42,13 +57,7 @@ export async function pruneExpired({
 }: { batchSize?: number; budgetMs?: number; now?: Date } = {}): Promise<number> {
   const deadline = performance.now() + budgetMs;
   const historyCutoff = new Date(now.getTime() - HISTORY_RETENTION_DAYS * 86_400_000);
-  const pruned = await deleteInBatches(
-    "DELETE FROM idempotent_requests WHERE expires_at < ? ORDER BY expires_at LIMIT ?",
-    now,
-    batchSize,
-    deadline,
-  );
-  await deleteInBatches("DELETE FROM idempotency_key_reuses WHERE created_at < ? ORDER BY created_at LIMIT ?", historyCutoff, batchSize, deadline);
-  await deleteInBatches("DELETE FROM sweep_runs WHERE started_at < ? ORDER BY started_at LIMIT ?", historyCutoff, batchSize, deadline);
+  const pruned = await deleteInBatches(pruneExpiredBatch, now, batchSize, deadline);
+  for (const [table, column] of HISTORY) await deleteInBatches(deleteOld(table, column), historyCutoff, batchSize, deadline);
   return pruned;
 }

@@ -32,10 +32,10 @@ function Search() {
               <tbody>
                 {result.data.requests.map((r) => (
                   <tr key={String(r.id)}>
-                    <td><Link href={`/admin/requests/${r.id}`}>{r.idempotencyKey}</Link></td>
+                    <td><Link href={`/admin/requests/${r.id}`}>{r.idempotencyKey ?? "(keyless)"}</Link></td>
                     <td>{r.route}</td>
                     <td>{r.apiClient.name}</td>
-                    <td>{r.state}</td>
+                    <td title={r.phase.description}>{r.phase.label}</td>
                     <td>{r.responseStatus ?? "—"}</td>
                     <td>{formatTime(r.createdAt)}</td>
                   </tr>
@@ -54,7 +54,7 @@ function Search() {
                     <td>{c.status}</td>
                     <td>{c.customerId ?? "—"}</td>
                     <td>{c.apiClient.name}</td>
-                    <td>{c.idempotentRequestId ? <Link href={`/admin/requests/${c.idempotentRequestId}`}>record</Link> : "keyless or expired"}</td>
+                    <td>{c.idempotentRequestId ? <Link href={`/admin/requests/${c.idempotentRequestId}`}>record</Link> : "expired"}</td>
                   </tr>
                 ))}
               </tbody>

@@ -83,11 +83,11 @@ export function InFlightList({ filters }: { filters: Filters }) {
               const nearReap = idle > reapAfterMs * 0.8;
               return (
                 <tr key={String(item.id)} className={nearReap ? "warn" : undefined} data-near-reap={nearReap || undefined}>
-                  <td><Link href={`/admin/requests/${item.id}`}>{item.idempotencyKey}</Link></td>
+                  <td><Link href={`/admin/requests/${item.id}`}>{item.idempotencyKey ?? "(keyless)"}</Link></td>
                   <td>{item.route}</td>
                   <td>{item.apiClient.name}</td>
                   <td title={`reaped after ${formatAge(reapAfterMs)} idle`}>{formatAge(age)}{nearReap && " — close to reap"}</td>
-                  <td>{item.lockedAt ? "held" : "released (gateway outcome unknown)"}</td>
+                  <td title={item.phase.description}>{item.phase.label}</td>
                 </tr>
               );
             })}
@@ -116,9 +116,9 @@ export function AbandonedList({ filters }: { filters: Filters }) {
           <tbody>
             {rows.map((r) => (
               <tr key={String(r.id)}>
-                <td><Link href={`/admin/requests/${r.id}`}>{r.idempotencyKey}</Link></td>
+                <td><Link href={`/admin/requests/${r.id}`}>{r.idempotencyKey ?? "(keyless)"}</Link></td>
                 <td>{r.apiClient.name}</td>
-                <td>{r.reapedAs === "reconciled" ? "reconciled with gateway" : "request_abandoned"}</td>
+                <td title={r.phase.description}>{r.phase.label}</td>
                 <td>{r.responseStatus}</td>
                 <td>{formatTime(r.updatedAt)}</td>
               </tr>

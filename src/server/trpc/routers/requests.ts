@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { env } from "~/env";
 import type { Prisma } from "~/generated/prisma/client";
+import { decodeRecord, keyFromBytes, keyToBytes, phaseDisplay, phaseWhere } from "~/server/idempotency";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 /**
@@ -30,37 +31,56 @@ function commonWhere(input: ListInput) {
 }
 
 /** Takes one row more than asked, to know whether there is a next page. */
-function page<T extends { id: bigint }>(rows: T[], limit: number) {
+function page<T extends { id: bigint | string }>(rows: T[], limit: number) {
   const items = rows.slice(0, limit);
   return { items, nextCursor: rows.length > limit ? String(items[items.length - 1]!.id) : null };
 }
 
 export const clientSummary = { select: { id: true, name: true, keyPrefix: true } } as const;
 
-const requestListSelect = {
-  id: true,
-  idempotencyKey: true,
-  route: true,
-  state: true,
-  lockedAt: true,
-  responseStatus: true,
-  reapedAs: true,
-  createdAt: true,
-  updatedAt: true,
+const requestListInclude = {
   apiClient: clientSummary,
   charge: { select: { id: true, status: true, amountCents: true, currency: true } },
-} satisfies Prisma.IdempotentRequestSelect;
+} satisfies Prisma.IdempotentRequestInclude;
+
+type RecordRow = Prisma.IdempotentRequestGetPayload<{ include: typeof requestListInclude }>;
+
+/**
+ * A record as the dashboard shows it: its phase decoded and worded by the
+ * lifecycle module (the only place that reads the state columns), never the
+ * columns themselves.
+ */
+function summary(row: RecordRow, now: Date) {
+  const record = decodeRecord(row, now);
+  const phase = record.phase;
+  return {
+    id: String(record.id),
+    idempotencyKey: record.idempotencyKey,
+    route: record.route,
+    apiClient: row.apiClient,
+    attempt: record.attempt,
+    phase: phaseDisplay(phase),
+    leaseExpiresAt: phase.name === "held" || phase.name === "lease_expired" ? phase.leaseExpiresAt : null,
+    responseStatus: phase.name === "complete" ? phase.response.status : null,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    expiresAt: record.expiresAt,
+    charge: row.charge,
+  };
+}
 
 export const requestsRouter = createTRPCRouter({
   /** Finds records by idempotency key, charge id or customer id. */
   search: protectedProcedure.input(z.object({ query: z.string().trim().min(1).max(100) })).query(async ({ ctx, input }) => {
     const q = input.query;
-    const requests = await ctx.db.idempotentRequest.findMany({
-      where: { OR: [{ idempotencyKey: q }, { charge: { id: q } }, { charge: { customerId: q } }] },
-      select: requestListSelect,
+    const rows = await ctx.db.idempotentRequest.findMany({
+      where: { OR: [{ idempotencyKey: keyToBytes(q) }, { charge: { id: q } }, { charge: { customerId: q } }] },
+      include: requestListInclude,
       orderBy: { id: "desc" },
       take: 50,
     });
+    const now = new Date();
+    const requests = rows.map((row) => summary(row, now));
     const charges = await ctx.db.charge.findMany({
       where: { OR: [{ id: q }, { customerId: q }, { gatewayChargeId: q }] },
       include: { apiClient: clientSummary },
@@ -72,23 +92,25 @@ export const requestsRouter = createTRPCRouter({
 
   inFlight: protectedProcedure.input(listInput).query(async ({ ctx, input }) => {
     const rows = await ctx.db.idempotentRequest.findMany({
-      where: { ...commonWhere(input), state: "in_progress" },
-      select: requestListSelect,
+      where: { ...commonWhere(input), ...phaseWhere.in_progress },
+      include: requestListInclude,
       orderBy: { id: "desc" },
       take: input.limit + 1,
     });
-    return { ...page(rows, input.limit), reapAfterMs: env.REAP_AFTER_MS, now: new Date() };
+    const now = new Date();
+    return { ...page(rows.map((row) => summary(row, now)), input.limit), reapAfterMs: env.REAP_AFTER_MS, now };
   }),
 
   /** Finished by the sweeper: reaped as request_abandoned, or reconciled with the gateway. */
   abandoned: protectedProcedure.input(listInput).query(async ({ ctx, input }) => {
     const rows = await ctx.db.idempotentRequest.findMany({
-      where: { ...commonWhere(input), reapedAs: { not: null } },
-      select: requestListSelect,
+      where: { ...commonWhere(input), ...phaseWhere.finished_by_sweeper },
+      include: requestListInclude,
       orderBy: { id: "desc" },
       take: input.limit + 1,
     });
-    return page(rows, input.limit);
+    const now = new Date();
+    return page(rows.map((row) => summary(row, now)), input.limit);
   }),
 
   keyReuses: protectedProcedure.input(listInput).query(async ({ ctx, input }) => {
@@ -98,21 +120,29 @@ export const requestsRouter = createTRPCRouter({
       ...clientSummary,
     });
     const byId = new Map(clients.map((c) => [c.id, c]));
-    const withClients = rows.map((r) => ({ ...r, apiClient: byId.get(r.apiClientId) ?? null, ownerApiClient: byId.get(r.ownerApiClientId) ?? null }));
+    const withClients = rows.map((r) => ({
+      ...r,
+      idempotencyKey: keyFromBytes(r.idempotencyKey),
+      apiClient: byId.get(r.apiClientId) ?? null,
+      ownerApiClient: byId.get(r.ownerApiClientId) ?? null,
+    }));
     return page(withClients, input.limit);
   }),
 
   byId: protectedProcedure.input(z.object({ id: idString })).query(async ({ ctx, input }) => {
-    const request = await ctx.db.idempotentRequest.findUnique({
+    const row = await ctx.db.idempotentRequest.findUnique({
       where: { id: BigInt(input.id) },
       include: { apiClient: clientSummary, charge: true },
     });
-    if (!request) return null;
-    const reuses = await ctx.db.keyReuseAttempt.findMany({
-      where: { idempotencyKey: request.idempotencyKey, route: request.route },
-      orderBy: { id: "desc" },
-      take: 50,
-    });
+    if (!row) return null;
+    const request = { ...summary(row, new Date()), requestHash: row.requestHash, responseBody: row.responseBody, charge: row.charge };
+    const reuses = row.idempotencyKey
+      ? await ctx.db.keyReuseAttempt.findMany({
+          where: { idempotencyKey: row.idempotencyKey, route: row.route },
+          orderBy: { id: "desc" },
+          take: 50,
+        })
+      : [];
     return { request, reuses, reapAfterMs: env.REAP_AFTER_MS };
   }),
 

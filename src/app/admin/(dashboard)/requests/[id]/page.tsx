@@ -16,14 +16,12 @@ export default function RequestDetailPage({ params }: { params: Promise<{ id: st
   return (
     <>
       <h1>
-        Request <code>{r.idempotencyKey}</code>
+        Request <code>{r.idempotencyKey ?? "(keyless)"}</code>
       </h1>
       <dl className="card facts" data-testid="request-detail">
         <dt>State</dt>
-        <dd>
-          {r.state}
-          {r.reapedAs && ` (finished by the sweeper: ${r.reapedAs})`}
-          {r.state === "in_progress" && (r.lockedAt ? " — held by a running request" : " — released, waiting for a retry")}
+        <dd data-phase={r.phase.key}>
+          {r.phase.label}: {r.phase.description} (attempt {r.attempt})
         </dd>
         <dt>Route</dt>
         <dd>{r.route}</dd>

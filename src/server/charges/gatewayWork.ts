@@ -1,0 +1,61 @@
+import { env } from "~/env";
+import { deriveGatewayKey, gateway, type ChargeMetadata } from "~/server/gateway";
+import type { HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
+import { chargeCompletion } from "./chargeRows";
+import { abandonedResponse } from "./responses";
+import type { CreateChargeInput } from "./schema";
+
+/** What the gateway keeps beside each charge, so the ledger can name the operation behind it. */
+export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
+  return { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey };
+}
+
+/**
+ * The work of POST /api/charges under a held claim: one gateway call under the
+ * derived key, bounded by the claim's deadline. Every attempt of the operation
+ * sends the same key, so a charge that got there is found again, never made
+ * twice. No transaction or connection is held meanwhile: a slow gateway must
+ * not be able to drain the pool.
+ */
+export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput): Promise<WorkResult> {
+  const gatewayKey = deriveGatewayKey(held.record);
+  const timeoutMs = Math.min(env.GATEWAY_TIMEOUT_MS, held.deadline.getTime() - Date.now());
+  try {
+    const charge = await gateway.charge(
+      {
+        amountCents: input.amount_cents,
+        currency: input.currency,
+        cardToken: input.card_token,
+        customerId: input.customer_id,
+        metadata: metadataFor(held.record),
+      },
+      { idempotencyKey: gatewayKey, timeoutMs },
+    );
+    return chargeCompletion(held.record, charge, gatewayKey);
+  } catch (error) {
+    // Timeout, 5xx, network, an answer we cannot read: the money may have moved.
+    // The next attempt asks again under the same key and gets the charge if so.
+    console.warn(`gateway outcome unknown for request ${held.record.id}: ${(error as Error).message}`);
+    return { kind: "unknown" };
+  }
+}
+
+/**
+ * What happened to an operation nobody finished, asked of the gateway without
+ * creating anything: the real answer if it charged, 500 request_abandoned if it
+ * provably did not, and unknown (ask again later) if it cannot tell yet.
+ * `lastAttemptAt` is when the app last called the gateway for it.
+ */
+export async function settleFromGateway(held: HeldClaim, lastAttemptAt: Date): Promise<WorkResult> {
+  const gatewayKey = deriveGatewayKey(held.record);
+  const lookup = await gateway.findCharge({ idempotencyKey: gatewayKey, metadata: metadataFor(held.record), lastAttemptAt });
+  switch (lookup.kind) {
+    case "charged":
+      return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
+    case "not_charged":
+      return { kind: "complete", response: abandonedResponse, writes: [], finishedBy: "abandoned" };
+    case "unproven":
+      console.warn(`request ${held.record.id}: the gateway cannot tell yet (${lookup.reason}); asking again later`);
+      return { kind: "unknown" };
+  }
+}

@@ -1,0 +1,43 @@
+import "server-only";
+import { PrismaMariaDb } from "@prisma/adapter-mariadb";
+import * as mariadb from "mariadb";
+import { env } from "~/env";
+import { PrismaClient } from "~/generated/prisma/client";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { trackPoolUsage } from "./poolUsage";
+
+/**
+ * The one database pool and Prisma client of the process (kept across Next.js
+ * hot reloads). Prisma reads and writes DATETIME values as UTC; raw SQL must
+ * compare them with UTC_TIMESTAMP(), never NOW().
+ */
+function createDatabase() {
+  const pool = mariadb.createPool({
+    ...mysqlConnectionOptions(env.DATABASE_URL),
+    connectionLimit: env.DATABASE_POOL_SIZE,
+    // Fail fast when the database is gone instead of queueing requests for long.
+    acquireTimeout: 5_000,
+    connectTimeout: 5_000,
+  });
+
+  const usage = trackPoolUsage(pool, env.DATABASE_POOL_SIZE);
+  // The text protocol sends a statement in one round trip; the binary one
+  // prepares, executes and closes it (three), and without a prepare cache, which
+  // Prisma turns off because the driver leaked statements, that is every time.
+  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool, { useTextProtocol: true }) });
+  return { prisma, pool, usage };
+}
+
+const globalForDb = globalThis as unknown as { database?: ReturnType<typeof createDatabase> };
+export const database = globalForDb.database ?? createDatabase();
+if (env.NODE_ENV !== "production") globalForDb.database = database;
+
+export const db = database.prisma;
+export const poolUsage = database.usage;
+export type Db = typeof db;
+
+/** Closes the client and its pool (the pool exists, and keeps the process alive, even if no query ran). */
+export async function disconnectDatabase() {
+  await database.prisma.$disconnect();
+  if (!database.pool.closed) await database.pool.end();
+}

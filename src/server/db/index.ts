@@ -1,0 +1,10 @@
+/**
+ * The database plumbing: the client singleton, the driver-level statements the
+ * hot paths send themselves, and what a database error means.
+ */
+export { database, db, disconnectDatabase, poolUsage, type Db } from "./client";
+export { execute, insertReturningId, pipelinedTransaction, type Statement } from "./statements";
+export {
+  driverErrorCode, isDatabaseUnavailable, isDuplicateKeyError, isLockConflictError, retryOnLockConflict,
+} from "./errors";
+export { slotsBetween, type PoolSlot } from "./poolUsage";

@@ -1,0 +1,82 @@
+import { database } from "./client";
+
+/** One SQL statement with its `?` values, for the driver-level helpers below. */
+export type Statement = { sql: string; values: unknown[] };
+
+/** Dates as DATETIME literals in UTC, the way Prisma stores them. */
+const utcValues = (values: unknown[]) =>
+  values.map((v) => (v instanceof Date ? v.toISOString().slice(0, 23).replace("T", " ") : v));
+
+/**
+ * One INSERT on its own (autocommit), returning the row's AUTO_INCREMENT id.
+ * Prisma's create takes four round trips for this (BEGIN, INSERT, SELECT,
+ * COMMIT), holding the connection through each while a busy event loop gets
+ * to the answers; the claim of an idempotency key, made by every attempt and
+ * every retry, is the statement where that shows. Dates are sent as UTC;
+ * errors are the driver's own (errno 1062 for a duplicate key).
+ */
+export async function insertReturningId({ sql, values }: Statement): Promise<bigint> {
+  const result = (await database.pool.query({ sql, insertIdAsNumber: false }, utcValues(values))) as {
+    insertId: bigint | number;
+  };
+  return BigInt(result.insertId);
+}
+
+/** One statement on its own (autocommit); the number of rows it changed. */
+export async function execute({ sql, values }: Statement): Promise<number> {
+  const result = (await database.pool.query(sql, utcValues(values))) as { affectedRows?: number };
+  return Number(result.affectedRows ?? 0);
+}
+
+/** Rows a statement touched: affected rows for a write, returned rows for a SELECT. */
+const touched = (result: unknown) =>
+  Array.isArray(result) ? result.length : Number((result as { affectedRows?: number }).affectedRows ?? 0);
+
+/**
+ * Runs the statements as one transaction in two round trips, however many
+ * there are: the statements go out together (the driver pipelines them), then
+ * COMMIT if all succeeded and `commitIf` accepts the rows each touched, else
+ * ROLLBACK. True when committed. A failed statement's driver error (errno
+ * 1062, 1213, ...) is thrown after the rollback.
+ *
+ * Autocommit is off for the whole transaction, not just a START TRANSACTION
+ * ahead of the statements: when InnoDB picks one of them as a deadlock victim
+ * it rolls the transaction back, and with autocommit on the statements already
+ * queued behind it would then each commit on their own (a completed record
+ * naming a charge whose INSERT was rolled back; test/moneyPaths.test.ts). With
+ * autocommit off they open a new transaction that the ROLLBACK undoes.
+ *
+ * Prisma sends each statement of a transaction after the previous one's answer
+ * has been through the event loop; when that loop is busy, the connection is
+ * held for every one of those waits. Charge completions are where that filled
+ * the pool (see bench/README.md, storm).
+ */
+export async function pipelinedTransaction(
+  statements: Statement[],
+  commitIf: (touched: number[]) => boolean,
+): Promise<boolean> {
+  const connection = await database.pool.getConnection();
+  let settled: PromiseSettledResult<unknown>[];
+  let committed = false;
+  try {
+    const [autocommitOff, ...results] = await Promise.allSettled([
+      connection.query("SET autocommit = 0"),
+      ...statements.map(({ sql, values }) => connection.query(sql, utcValues(values))),
+    ]);
+    settled = results;
+    committed =
+      autocommitOff!.status === "fulfilled" &&
+      settled.every((r) => r.status === "fulfilled") &&
+      commitIf(settled.map((r) => (r.status === "fulfilled" ? touched(r.value) : 0)));
+    // In this order: switching autocommit back on would commit an open transaction.
+    await Promise.all([connection.query(committed ? "COMMIT" : "ROLLBACK"), connection.query("SET autocommit = 1")]);
+  } catch (error) {
+    // The transaction's state is unknown: this connection never goes back to the pool.
+    await connection.destroy();
+    throw error;
+  }
+  await connection.release();
+  const failure = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failure) throw failure.reason;
+  return committed;
+}

@@ -1,0 +1,15 @@
+/**
+ * Idempotency: the protocol (runIdempotent), recovery of records nobody
+ * finishes (finishUnfinished), and the record lifecycle everything else reads
+ * records through. Storage (records.ts) and the in-process answers (memory.ts)
+ * stay private to this folder.
+ */
+export { runIdempotent } from "./runIdempotent";
+export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
+export { pruneExpiredBatch, findRecord } from "./queries";
+export {
+  decodeRecord, displayKey, ImpossibleRecordError, keyFromBytes, keyToBytes, phaseDisplay, phaseWhere, PHASE_DISPLAY,
+  type FinishedBy, type IdempotencyRecord, type Phase, type PhaseDisplayKey, type PhaseName,
+} from "./lifecycle";
+export { canonicalJson, requestHash } from "./canonicalHash";
+export type { ClaimInput, HeldClaim, IdempotentOutcome, StoredResponse, WorkResult } from "./types";

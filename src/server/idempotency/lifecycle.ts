@@ -1,0 +1,305 @@
+/**
+ * The lifecycle of an idempotency record: the one place that decodes a
+ * record's phase from its columns, names the transitions between phases, holds
+ * the conditional statement that performs each, and words each phase for
+ * people. Every other module asks this one.
+ *
+ *                 claim (INSERT)
+ *                      |
+ *                      v
+ *     +-----------> held ----- lease ends ----> lease_expired
+ *     |            |    |                            |
+ *     |   release  |    | complete                   | take (a retry, or the sweeper)
+ *     |  (outcome  |    v                            |
+ *     |  unknown)  |  complete: by the request,      |
+ *     |            v  reconciled or abandoned        |
+ *     +--take-- released                             |
+ *     ^                                              |
+ *     +----------------------------------------------+
+ *
+ * - `held`: a process owns the claim until `leaseExpiresAt` (a margin after the
+ *   gateway timeout), under fencing token `attempt`.
+ * - `lease_expired`: its holder died or stalled; the next retry (or the
+ *   sweeper) takes it over with attempt + 1 and asks the gateway again under
+ *   the same derived key, which answers with any charge it already made.
+ * - `released`: the holder did not learn the gateway's outcome (the money may
+ *   have moved) and gave the claim back; the next retry takes it again.
+ * - `complete`: the stored answer, finished by the request itself, or by the
+ *   sweeper: `reconciled` (the gateway had charged) or `abandoned` (it had not).
+ *
+ * Only `complete` records expire and are pruned. An in-progress record, however
+ * old, is first finished by the sweeper (which asks the gateway): deleting it
+ * would give its key a new record, hence a new gateway key, and a second charge.
+ *
+ * Every transition is one conditional statement that names the attempt it was
+ * decided on; 0 rows changed means someone else moved the record first.
+ * Models: AWS Lambda Powertools' IdempotencyRecordStatus, brandur's
+ * rocket-rides-atomic (recovery points, reaper, completer).
+ */
+import type { FinishedBy, IdempotentRequest } from "~/generated/prisma/client";
+import type { Statement } from "~/server/db";
+import type { StoredResponse } from "./types";
+
+export type { FinishedBy };
+
+export type Phase =
+  | { name: "held"; leaseExpiresAt: Date }
+  | { name: "lease_expired"; leaseExpiresAt: Date }
+  | { name: "released" }
+  | { name: "complete"; finishedBy: FinishedBy; response: StoredResponse };
+
+export type PhaseName = Phase["name"];
+
+/** A record as every module outside this folder sees it: columns decoded, phase named. */
+export type IdempotencyRecord = {
+  id: bigint;
+  /** null for a keyless request. */
+  idempotencyKey: string | null;
+  route: string;
+  apiClientId: number;
+  requestHash: string;
+  attempt: number;
+  phase: Phase;
+  createdAt: Date;
+  updatedAt: Date;
+  expiresAt: Date;
+};
+
+/** A record whose columns no transition could have produced. It is reported, never given a made-up status. */
+export class ImpossibleRecordError extends Error {
+  constructor(id: bigint, why: string) {
+    super(`idempotency record ${id} is in an impossible state: ${why}`);
+    this.name = "ImpossibleRecordError";
+  }
+}
+
+/** Keys are printable ASCII (checked by the header parser), stored as their bytes. */
+export const keyToBytes = (key: string): Uint8Array<ArrayBuffer> => new Uint8Array(Buffer.from(key, "latin1"));
+export const keyFromBytes = (bytes: Uint8Array): string => Buffer.from(bytes).toString("latin1");
+
+/** The row as Prisma reads it (and as raw SQL rows are mapped to). */
+export type RecordRow = Pick<
+  IdempotentRequest,
+  | "id" | "idempotencyKey" | "route" | "apiClientId" | "requestHash" | "state" | "attempt" | "leaseExpiresAt"
+  | "responseStatus" | "responseBody" | "finishedBy" | "createdAt" | "updatedAt" | "expiresAt"
+>;
+
+export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
+  if (row.state === "complete") {
+    if (row.finishedBy === null) throw new ImpossibleRecordError(row.id, "complete without finished_by");
+    if (row.responseStatus === null || row.responseBody === null) {
+      throw new ImpossibleRecordError(row.id, "complete without a stored response");
+    }
+    if (row.leaseExpiresAt !== null) throw new ImpossibleRecordError(row.id, "complete with a lease");
+    return { name: "complete", finishedBy: row.finishedBy, response: { status: row.responseStatus, body: row.responseBody } };
+  }
+  if (row.finishedBy !== null || row.responseStatus !== null) {
+    throw new ImpossibleRecordError(row.id, "in progress with a stored outcome");
+  }
+  if (row.leaseExpiresAt === null) return { name: "released" };
+  return row.leaseExpiresAt > now
+    ? { name: "held", leaseExpiresAt: row.leaseExpiresAt }
+    : { name: "lease_expired", leaseExpiresAt: row.leaseExpiresAt };
+}
+
+export function decodeRecord(row: RecordRow, now: Date = new Date()): IdempotencyRecord {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotencyKey === null ? null : keyFromBytes(row.idempotencyKey),
+    route: row.route,
+    apiClientId: row.apiClientId,
+    requestHash: row.requestHash,
+    attempt: row.attempt,
+    phase: phaseOf(row, now),
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    expiresAt: row.expiresAt,
+  };
+}
+
+/** The phases a transition may start from; the statements below enforce the same in SQL. */
+export const TRANSITIONS = {
+  claim: { from: [] as PhaseName[], to: "held" },
+  renew: { from: ["held", "lease_expired"] as PhaseName[], to: "held" },
+  release: { from: ["held", "lease_expired"] as PhaseName[], to: "released" },
+  complete: { from: ["held", "lease_expired"] as PhaseName[], to: "complete" },
+  take: { from: ["released", "lease_expired"] as PhaseName[], to: "held" },
+  expire: { from: ["complete"] as PhaseName[], to: "deleted" },
+} as const;
+
+export type Transition = keyof typeof TRANSITIONS;
+
+/** Past its lifetime a complete record's key names a new operation; nothing else ever expires. */
+export const isExpired = (record: IdempotencyRecord, now: Date) =>
+  record.phase.name === "complete" && record.expiresAt <= now;
+
+/** Timing of a hold: how long it lasts, and how long its key lives once the record completes. */
+export type Timing = { leaseMs: number; ttlMs: number };
+
+const later = (now: Date, ms: number) => new Date(now.getTime() + ms);
+
+/** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
+export function claimStatement(
+  claim: { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string },
+  now: Date,
+  { leaseMs, ttlMs }: Timing,
+): Statement {
+  return {
+    sql: `INSERT INTO idempotent_requests
+            (idempotency_key, route, api_client_id, request_hash, state, attempt, lease_expires_at,
+             created_at, updated_at, expires_at)
+          VALUES (?, ?, ?, ?, 'in_progress', 1, ?, ?, ?, ?)`,
+    values: [
+      claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
+      claim.route, claim.apiClientId, claim.requestHash, later(now, leaseMs), now, now, later(now, ttlMs),
+    ],
+  };
+}
+
+/**
+ * take: released or lease_expired -> held, attempt + 1. The key lives on for its
+ * whole lifetime from now: a retry after many hours is still the same operation.
+ */
+export function takeStatement(record: IdempotencyRecord, now: Date, { leaseMs, ttlMs }: Timing): Statement {
+  return {
+    sql: `UPDATE idempotent_requests
+             SET attempt = attempt + 1, lease_expires_at = ?, updated_at = ?, expires_at = GREATEST(expires_at, ?)
+           WHERE id = ? AND attempt = ? AND state = 'in_progress'
+             AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`,
+    values: [later(now, leaseMs), now, later(now, ttlMs), record.id, record.attempt, now],
+  };
+}
+
+/** renew: the holder (same attempt) extends its lease before starting work it could not finish in time. */
+export function renewStatement(held: { id: bigint; attempt: number }, now: Date, { leaseMs }: Timing): Statement {
+  return {
+    sql: `UPDATE idempotent_requests SET lease_expires_at = ?, updated_at = ?
+           WHERE id = ? AND attempt = ? AND state = 'in_progress' AND lease_expires_at IS NOT NULL`,
+    values: [later(now, leaseMs), now, held.id, held.attempt],
+  };
+}
+
+/** release: the holder gives the claim back after an unknown outcome. */
+export function releaseStatement(held: { id: bigint; attempt: number }, now: Date): Statement {
+  return {
+    sql: `UPDATE idempotent_requests SET lease_expires_at = NULL, updated_at = ?
+           WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
+    values: [now, held.id, held.attempt],
+  };
+}
+
+/**
+ * complete: the holder (same attempt) stores the answer. Sent in one
+ * transaction with the rows the work writes, after lockStatement, so that the
+ * answer and those rows are never apart.
+ */
+export function completeStatement(
+  held: { id: bigint; attempt: number },
+  response: StoredResponse,
+  finishedBy: FinishedBy,
+  now: Date,
+  { ttlMs }: Timing,
+): Statement {
+  return {
+    sql: `UPDATE idempotent_requests
+             SET state = 'complete', response_status = ?, response_body = ?, finished_by = ?, lease_expires_at = NULL,
+                 updated_at = ?, expires_at = GREATEST(expires_at, ?)
+           WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
+    values: [response.status, response.body, finishedBy, now, later(now, ttlMs), held.id, held.attempt],
+  };
+}
+
+/**
+ * First in a completion: the record's X lock before the work's rows, whose
+ * foreign keys would otherwise take an S lock on it and deadlock two
+ * completions of one record on the S-to-X upgrade.
+ */
+export function lockStatement(held: { id: bigint }): Statement {
+  return { sql: "SELECT id FROM idempotent_requests WHERE id = ? FOR UPDATE", values: [held.id] };
+}
+
+/** expire: a complete record past its lifetime is deleted so its key can start a new operation. */
+export function expireStatement(record: IdempotencyRecord, now: Date): Statement {
+  return {
+    sql: "DELETE FROM idempotent_requests WHERE id = ? AND state = 'complete' AND expires_at <= ?",
+    values: [record.id, now],
+  };
+}
+
+/** expire, in bulk: the pruner's batch, oldest first along (state, expires_at). */
+export function pruneBatchStatement(cutoff: Date, batchSize: number): Statement {
+  return {
+    sql: "DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ? ORDER BY expires_at LIMIT ?",
+    values: [cutoff, batchSize],
+  };
+}
+
+/**
+ * The records nobody is finishing, oldest first: in progress, untouched for
+ * `idleMs`, and not under a live lease (released, or their holder's lease ran
+ * out). Walks (state, updated_at).
+ */
+export function unfinishedStatement(now: Date, idleMs: number, limit: number): Statement {
+  return {
+    sql: `SELECT ${SQL_COLUMNS} FROM idempotent_requests
+           WHERE state = 'in_progress' AND updated_at < ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+           ORDER BY updated_at LIMIT ?`,
+    values: [new Date(now.getTime() - idleMs), now, limit],
+  };
+}
+
+/** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
+const SQL_COLUMNS = `id, idempotency_key AS idempotencyKey, route, api_client_id AS apiClientId, request_hash AS requestHash,
+  state, attempt, lease_expires_at AS leaseExpiresAt, response_status AS responseStatus, response_body AS responseBody,
+  finished_by AS finishedBy, created_at AS createdAt, updated_at AS updatedAt, expires_at AS expiresAt`;
+
+/** Prisma filters for the lists of the dashboard, by phase (lease_expired is part of "in progress"). */
+export const phaseWhere = {
+  in_progress: { state: "in_progress" as const },
+  complete: { state: "complete" as const },
+  finished_by_sweeper: { finishedBy: { in: ["reconciled", "abandoned"] as FinishedBy[] } },
+  abandoned: { finishedBy: "abandoned" as const },
+  reconciled: { finishedBy: "reconciled" as const },
+};
+
+/** The display of each phase (and of each way a record completes), for people. */
+export type PhaseDisplayKey = "held" | "lease_expired" | "released" | "request" | "reconciled" | "abandoned";
+
+export const PHASE_DISPLAY: Record<PhaseDisplayKey, { label: string; description: string; tone: Tone }> = {
+  held: {
+    label: "In flight",
+    description: "A process holds the claim and is waiting on the payment gateway.",
+    tone: "progress",
+  },
+  lease_expired: {
+    label: "Holder gone",
+    description: "The process holding the claim stopped before finishing; the next retry or the sweeper takes over.",
+    tone: "warning",
+  },
+  released: {
+    label: "Outcome unknown",
+    description: "The gateway's answer never arrived (the money may have moved); the next retry asks it again.",
+    tone: "warning",
+  },
+  request: { label: "Complete", description: "The request stored its own outcome.", tone: "ok" },
+  reconciled: {
+    label: "Reconciled",
+    description: "Finished by the sweeper: the gateway had charged, and the real answer was stored.",
+    tone: "ok",
+  },
+  abandoned: {
+    label: "Abandoned",
+    description: "Finished by the sweeper: the gateway had not charged; answered 500 request_abandoned.",
+    tone: "danger",
+  },
+};
+export type Tone = "progress" | "warning" | "ok" | "danger";
+
+export function displayKey(phase: Phase): PhaseDisplayKey {
+  return phase.name === "complete" ? phase.finishedBy : phase.name;
+}
+
+export function phaseDisplay(phase: Phase) {
+  const key = displayKey(phase);
+  return { key, ...PHASE_DISPLAY[key] };
+}

@@ -1,0 +1,59 @@
+import { LRUCache } from "lru-cache";
+import type { ClaimInput, StoredResponse } from "./types";
+
+/**
+ * What this process knows about its own claims, so that the retries a client
+ * sends into the same process need no database round trip:
+ *
+ * - While it works on a claim, the claim is held here: retries get their 409
+ *   at once. Its lease in the database outlasts that work (the gateway call is
+ *   bounded by the lease), so no one else can take the claim meanwhile.
+ * - For a minute after it stored the outcome, retries get the stored response
+ *   from here. A complete record never changes, and it lives for hours
+ *   (IDEMPOTENCY_KEY_TTL_HOURS) past that minute.
+ *
+ * This never takes a key: ownership is decided only by the unique index. Only
+ * the same client with the same payload is answered from here; anything else
+ * (a reuse, another client, another process's claim) goes to the database.
+ */
+type Known = { apiClientId: number; requestHash: string };
+
+const ANSWER_TTL_MS = 60_000;
+const held = new Map<string, Known & { since: Date }>();
+const answered = new LRUCache<string, Known & { response: StoredResponse }>({ max: 10_000, ttl: ANSWER_TTL_MS });
+
+const mapKey = (claim: ClaimInput) => `${claim.route}\n${claim.idempotencyKey}`;
+const sameRequest = (known: Known | undefined, claim: ClaimInput): boolean =>
+  known !== undefined && known.apiClientId === claim.apiClientId && known.requestHash === claim.requestHash;
+
+export type KnownAnswer = { kind: "in_progress"; since: Date } | { kind: "replay"; response: StoredResponse };
+
+/** This process's answer to exactly this request (same key, route, client and payload), if it has one. */
+export function answerHere(claim: ClaimInput): KnownAnswer | undefined {
+  if (claim.idempotencyKey === null) return undefined;
+  const key = mapKey(claim);
+  const holding = held.get(key);
+  if (holding && sameRequest(holding, claim)) return { kind: "in_progress", since: holding.since };
+  const done = answered.get(key);
+  if (done && sameRequest(done, claim)) return { kind: "replay", response: done.response };
+  return undefined;
+}
+
+/** Runs `work` for a claim just won, holding it here until the work ends, however it ends. */
+export async function whileHeld<T>(claim: ClaimInput, since: Date, work: () => Promise<T>): Promise<T> {
+  if (claim.idempotencyKey === null) return work();
+  const key = mapKey(claim);
+  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since });
+  try {
+    return await work();
+  } finally {
+    held.delete(key);
+  }
+}
+
+/** Remembers the response just stored for a claim, for the retries that follow (never past the record's expiry). */
+export function rememberAnswer(claim: ClaimInput, response: StoredResponse, expiresAt: Date): void {
+  if (claim.idempotencyKey === null) return;
+  const ttl = Math.min(ANSWER_TTL_MS, expiresAt.getTime() - Date.now());
+  if (ttl > 0) answered.set(mapKey(claim), { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response }, { ttl });
+}

@@ -1,0 +1,150 @@
+/**
+ * The persistence of idempotency records: the statements of lifecycle.ts sent
+ * to the database, and the reads. Private to this folder; the rest of the app
+ * goes through runIdempotent.ts and recovery.ts (Powertools' layering: public
+ * operations over a protected persistence layer).
+ */
+import pLimit from "p-limit";
+import { env } from "~/env";
+import {
+  db, execute, insertReturningId, isDuplicateKeyError, pipelinedTransaction, retryOnLockConflict, type Statement,
+} from "~/server/db";
+import {
+  claimStatement, completeStatement, decodeRecord, expireStatement, keyToBytes, lockStatement, pruneBatchStatement,
+  releaseStatement, renewStatement, takeStatement, unfinishedStatement, type FinishedBy, type IdempotencyRecord, type RecordRow,
+  type Timing,
+} from "./lifecycle";
+import type { ClaimInput, StoredResponse } from "./types";
+
+export const timing: Timing = {
+  leaseMs: env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS,
+  ttlMs: env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000,
+};
+
+/** When work under a hold must be done: a lease margin before the lease ends. */
+export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);
+
+/**
+ * INSERTs the record, held by this process: the claim. One autocommitted
+ * statement, so there is no moment at which the row exists but this process
+ * does not know it owns it. Null when the key is taken (the unique index said
+ * so); a keyless record (NULL key) never is.
+ */
+export async function insertClaim(claim: ClaimInput, now: Date): Promise<IdempotencyRecord | null> {
+  try {
+    const id = await insertReturningId(claimStatement(claim, now, timing));
+    const leaseExpiresAt = new Date(now.getTime() + timing.leaseMs);
+    return {
+      id,
+      ...claim,
+      attempt: 1,
+      phase: { name: "held", leaseExpiresAt },
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: new Date(now.getTime() + timing.ttlMs),
+    };
+  } catch (error) {
+    if (isDuplicateKeyError(error)) return null;
+    throw error;
+  }
+}
+
+export async function findByKey(idempotencyKey: string, route: string, now: Date): Promise<IdempotencyRecord | null> {
+  const row = await db.idempotentRequest.findUnique({
+    where: { idempotencyKey_route: { idempotencyKey: keyToBytes(idempotencyKey), route } },
+  });
+  return row ? decodeRecord(row, now) : null;
+}
+
+export async function findById(id: bigint, now = new Date()): Promise<IdempotencyRecord | null> {
+  const row = await db.idempotentRequest.findUnique({ where: { id } });
+  return row ? decodeRecord(row, now) : null;
+}
+
+/** take: the record, held by this process under the next attempt; null when someone else moved it first. */
+export async function take(record: IdempotencyRecord, now: Date): Promise<IdempotencyRecord | null> {
+  const changed = await retryOnLockConflict(() => execute(takeStatement(record, now, timing)));
+  if (changed !== 1) return null;
+  return {
+    ...record,
+    attempt: record.attempt + 1,
+    phase: { name: "held", leaseExpiresAt: new Date(now.getTime() + timing.leaseMs) },
+    updatedAt: now,
+    expiresAt: new Date(Math.max(record.expiresAt.getTime(), now.getTime() + timing.ttlMs)),
+  };
+}
+
+/** renew: a fresh lease for the holder; null when the attempt was superseded. */
+export async function renew(record: IdempotencyRecord, now: Date): Promise<IdempotencyRecord | null> {
+  const changed = await retryOnLockConflict(() => execute(renewStatement(record, now, timing)));
+  if (changed !== 1) return null;
+  return { ...record, phase: { name: "held", leaseExpiresAt: new Date(now.getTime() + timing.leaseMs) }, updatedAt: now };
+}
+
+/** release: gives the claim back (fenced by the attempt; a no-op once someone else took it). */
+export async function release(record: IdempotencyRecord): Promise<void> {
+  await retryOnLockConflict(() => execute(releaseStatement(record, new Date())));
+}
+
+/**
+ * At most half the pool completes records at once. Completions arrive in bursts
+ * (gateway answers come back together), and a burst that took every connection
+ * would make the claims and replays behind it wait, which are what retrying
+ * clients wait for. The rest of a burst waits here, in memory, not in the pool.
+ */
+const completionSlots = pLimit(Math.max(1, Math.floor(env.DATABASE_POOL_SIZE / 2)));
+
+/**
+ * complete: stores the answer and the work's rows in ONE transaction, so that
+ * there is never one without the other. It commits only if the record is still
+ * this attempt's and every write landed. False when another attempt finished or
+ * took the record first (then nothing was written).
+ */
+export async function complete(
+  record: IdempotencyRecord,
+  response: StoredResponse,
+  writes: Statement[],
+  finishedBy: FinishedBy,
+): Promise<boolean> {
+  const statements = [lockStatement(record), ...writes, completeStatement(record, response, finishedBy, new Date(), timing)];
+  // The lock found the record, every write changed rows, the completion matched this attempt.
+  const allLanded = (touched: number[]) =>
+    touched[0] === 1 && touched.at(-1) === 1 && touched.slice(1, -1).every((n) => n >= 1);
+  try {
+    return await completionSlots(() => retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)));
+  } catch (error) {
+    // A row of the work already exists (its unique key): another attempt wrote it.
+    if (isDuplicateKeyError(error)) return false;
+    throw error;
+  }
+}
+
+/** expire: deletes a complete record past its lifetime (no-op for anything else). */
+export async function expire(record: IdempotencyRecord, now: Date): Promise<void> {
+  await retryOnLockConflict(() => execute(expireStatement(record, now)));
+}
+
+/** One batch of the pruner; the number of records deleted. */
+export async function pruneBatch(cutoff: Date, batchSize: number): Promise<number> {
+  return execute(pruneBatchStatement(cutoff, batchSize));
+}
+
+export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimInput) {
+  await db.keyReuseAttempt.create({
+    data: {
+      idempotencyKey: keyToBytes(claim.idempotencyKey!),
+      route: claim.route,
+      apiClientId: claim.apiClientId,
+      ownerApiClientId: existing.apiClientId,
+      storedHash: existing.requestHash,
+      attemptedHash: claim.requestHash,
+    },
+  });
+}
+
+/** Records nobody is finishing, oldest first (see lifecycle.unfinishedStatement). */
+export async function findUnfinished(now: Date, idleMs: number, limit: number): Promise<IdempotencyRecord[]> {
+  const { sql, values } = unfinishedStatement(now, idleMs, limit);
+  const rows = await db.$queryRawUnsafe<RecordRow[]>(sql, ...values);
+  return rows.map((row) => decodeRecord({ ...row, attempt: Number(row.attempt) }, now));
+}

@@ -1,0 +1,136 @@
+import { isLockConflictError } from "~/server/db";
+import { answerHere, rememberAnswer, whileHeld } from "./memory";
+import { isExpired, type IdempotencyRecord } from "./lifecycle";
+import * as records from "./records";
+import type { ClaimInput, HeldClaim, IdempotentOutcome, WorkResult } from "./types";
+
+/** A claim can lose races with a delete (expiry) or a take-over; a few rounds settle it. */
+const MAX_CLAIM_ROUNDS = 3;
+
+/** Work that cannot start with at least this long before its deadline renews the lease first. */
+const MIN_WORK_MS = 1_000;
+
+/** What an existing record means for a request that found it (the decision table; see lifecycle.ts). */
+export type Answer = "expire" | "key_reused" | "replay" | "in_progress" | "take";
+
+export function answerFor(existing: IdempotencyRecord, claim: ClaimInput, now: Date): Answer {
+  // Past its lifetime a complete record's key names a new operation, whatever the payload.
+  if (isExpired(existing, now)) return "expire";
+  if (existing.apiClientId !== claim.apiClientId || existing.requestHash !== claim.requestHash) return "key_reused";
+  switch (existing.phase.name) {
+    case "complete":
+      return "replay";
+    case "held":
+      return "in_progress";
+    case "released":
+    case "lease_expired":
+      return "take";
+  }
+}
+
+/**
+ * The idempotency protocol, the one entry point for a request under a key
+ * (Powertools' IdempotencyHandler): claims the key by INSERT (the unique index
+ * decides between concurrent requests; there is no check-then-insert), answers
+ * a replay, a 409 or a 422 when it is not this request's to do, runs `work`
+ * while the claim is held, and stores its answer together with the rows it
+ * asks for, in one transaction, or releases the claim when the outcome is
+ * unknown. A keyless request (null key) gets a record too, so that a crash or
+ * an unknown gateway outcome leaves something for the sweeper to finish.
+ *
+ * Retries of a request this process is working on, or has just finished, are
+ * answered from memory, without a round trip (memory.ts).
+ */
+export async function runIdempotent(claim: ClaimInput, work: (held: HeldClaim) => Promise<WorkResult>): Promise<IdempotentOutcome> {
+  const known = answerHere(claim);
+  if (known) return known;
+  const claimed = await claimOrAnswer(claim);
+  if (claimed.kind !== "claimed") return claimed;
+  const { record } = claimed;
+  const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
+  if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
+  return outcome;
+}
+
+async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | { kind: "claimed"; record: IdempotencyRecord }> {
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+    const now = new Date();
+    const inserted = await records.insertClaim(claim, now).catch((error: unknown) => {
+      // InnoDB picked the insert as a deadlock victim, or Galera failed its
+      // certification against another node's insert (both 1213): go round again.
+      if (isLockConflictError(error)) return undefined;
+      throw error;
+    });
+    if (inserted) return { kind: "claimed", record: inserted };
+    if (inserted === undefined) continue;
+
+    const existing = await records.findByKey(claim.idempotencyKey!, claim.route, now);
+    if (!existing) continue; // deleted (expired) between our insert and our read: go round again
+    switch (answerFor(existing, claim, now)) {
+      case "expire":
+        await records.expire(existing, now);
+        continue;
+      case "key_reused":
+        await records.recordKeyReuse(existing, claim);
+        return { kind: "key_reused" };
+      case "replay":
+        if (existing.phase.name === "complete") return { kind: "replay", response: existing.phase.response };
+        continue;
+      case "in_progress":
+        return { kind: "in_progress", since: existing.createdAt };
+      case "take": {
+        const taken = await records.take(existing, now);
+        if (taken) return { kind: "claimed", record: taken };
+        return { kind: "in_progress", since: existing.createdAt };
+      }
+    }
+  }
+  throw new Error(`could not claim idempotency key after ${MAX_CLAIM_ROUNDS} rounds`);
+}
+
+export async function workUnderClaim(
+  taken: IdempotencyRecord,
+  work: (held: HeldClaim) => Promise<WorkResult>,
+): Promise<IdempotentOutcome> {
+  const record = await withTimeToWork(taken);
+  if (!record) return currentAnswer(taken);
+  const held: HeldClaim = { record, deadline: records.deadlineOf(leaseOf(record)) };
+  let result: WorkResult;
+  try {
+    result = await work(held);
+  } catch (error) {
+    // Whatever failed, do not leave the key stuck until the lease ends: the next
+    // attempt asks the gateway again under the same derived key, which is safe.
+    await records.release(record).catch(() => {});
+    throw error;
+  }
+  if (result.kind === "unknown") {
+    await records.release(record);
+    return { kind: "unknown_outcome" };
+  }
+  try {
+    const stored = await records.complete(record, result.response, result.writes, result.finishedBy ?? "request");
+    if (stored) return { kind: "fresh", response: result.response };
+  } catch (error) {
+    await records.release(record).catch(() => {});
+    throw error;
+  }
+  return currentAnswer(record);
+}
+
+const leaseOf = (record: IdempotencyRecord) =>
+  record.phase.name === "held" || record.phase.name === "lease_expired" ? record.phase.leaseExpiresAt : new Date(0);
+
+/** The record, with a lease long enough for the work (renewed if this process stalled); null if it lost the claim. */
+async function withTimeToWork(record: IdempotencyRecord): Promise<IdempotencyRecord | null> {
+  const now = new Date();
+  if (records.deadlineOf(leaseOf(record)).getTime() - now.getTime() >= MIN_WORK_MS) return record;
+  return records.renew(record, now);
+}
+
+/** Someone else moved the record: answer what it holds now. */
+async function currentAnswer(record: IdempotencyRecord): Promise<IdempotentOutcome> {
+  const current = await records.findById(record.id);
+  if (current?.phase.name === "complete") return { kind: "replay", response: current.phase.response };
+  return { kind: "in_progress", since: record.createdAt };
+}

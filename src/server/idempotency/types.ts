@@ -1,0 +1,38 @@
+import type { Statement } from "~/server/db";
+import type { FinishedBy, IdempotencyRecord } from "./lifecycle";
+
+/** The exact answer stored for an operation: replayed verbatim. */
+export type StoredResponse = { status: number; body: string };
+
+/** What identifies an operation and its payload. A null key is a keyless request (its own operation). */
+export type ClaimInput = { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string };
+
+/** A claim this process holds: the record, and when its work must be done by. */
+export type HeldClaim = {
+  record: IdempotencyRecord;
+  /** Work must end by then (the lease ends a margin later); a call to the gateway is bounded by it. */
+  deadline: Date;
+};
+
+/**
+ * What the work done under a claim came to:
+ * - complete: store `response`, together with `writes`, in one transaction;
+ * - unknown: the outcome is not known (the money may have moved): release the
+ *   claim so that the next attempt asks again.
+ */
+export type WorkResult =
+  | { kind: "complete"; response: StoredResponse; writes: Statement[]; finishedBy?: Exclude<FinishedBy, "request"> }
+  | { kind: "unknown" };
+
+/** What a request under an idempotency key gets. */
+export type IdempotentOutcome =
+  /** This request did the work and stored its answer. */
+  | { kind: "fresh"; response: StoredResponse }
+  /** The stored answer of an earlier attempt. */
+  | { kind: "replay"; response: StoredResponse }
+  /** Another attempt holds the operation; `since` is when the operation started. */
+  | { kind: "in_progress"; since: Date | null }
+  /** Another payload, or another client's key: nothing about it is revealed. */
+  | { kind: "key_reused" }
+  /** The work's outcome is unknown; the claim was released for the next attempt. */
+  | { kind: "unknown_outcome" };

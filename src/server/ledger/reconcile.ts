@@ -1,0 +1,252 @@
+/**
+ * The ledger reconciliation: the gateway's charge list for a window, compared
+ * with the app's charges, the way a payment system reconciles its ledger with
+ * its processor's. Finds:
+ * - a gateway charge without an app charge (money the app does not know of),
+ * - an app charge without a gateway charge (a charge the app invented),
+ * - an amount or currency that differs between the two,
+ * - more than one gateway charge for one operation (a double charge).
+ * It repairs what it can prove: a gateway charge whose derived key names a
+ * record nobody is finishing is recorded, and the record completes with the
+ * real answer (as the sweeper would). The rest is stored as mismatches with
+ * their evidence, for people to look at (ledger router, dashboard).
+ */
+import { hostname } from "node:os";
+import { env } from "~/env";
+import type { Charge, LedgerMismatchKind } from "~/generated/prisma/client";
+import { chargeCompletion } from "~/server/charges/chargeRows";
+import { db } from "~/server/db";
+import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
+import { findRecord, finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
+
+export type Finding = {
+  kind: LedgerMismatchKind;
+  /** What the finding is about, unique per kind: a later run finds the same row again. */
+  subject: string;
+  gatewayChargeId?: string;
+  chargeId?: string;
+  requestId?: bigint;
+  evidence: Record<string, unknown>;
+};
+
+export type ReconciliationResult = {
+  runId: number;
+  window: { since: Date; until: Date };
+  gatewayCharges: number;
+  appCharges: number;
+  repaired: number;
+  findings: Finding[];
+};
+
+const PAGE = 100;
+const fingerprint = (f: Pick<Finding, "kind" | "subject">) => `${f.kind}:${f.subject}`.slice(0, 160);
+
+/** The record that owns a gateway charge, if its metadata names one whose derived key is the charge's key. */
+async function ownerOf(charge: ListedGatewayCharge): Promise<IdempotencyRecord | null> {
+  const requestId = charge.metadata?.requestId;
+  if (!requestId || !/^\d{1,19}$/.test(requestId)) return null;
+  const record = await findRecord(BigInt(requestId));
+  return record && deriveGatewayKey(record) === charge.idempotencyKey ? record : null;
+}
+
+function compare(gatewayCharge: ListedGatewayCharge, appCharge: Charge): Finding | null {
+  const same =
+    gatewayCharge.amountCents === appCharge.amountCents &&
+    gatewayCharge.currency.toLowerCase() === appCharge.currency.toLowerCase() &&
+    gatewayCharge.id === appCharge.gatewayChargeId;
+  if (same) return null;
+  return {
+    kind: "amount_or_currency_mismatch",
+    subject: gatewayCharge.id,
+    gatewayChargeId: gatewayCharge.id,
+    chargeId: appCharge.id,
+    requestId: appCharge.idempotentRequestId ?? undefined,
+    evidence: {
+      gateway: { id: gatewayCharge.id, amount_cents: gatewayCharge.amountCents, currency: gatewayCharge.currency },
+      app: { id: appCharge.id, gateway_charge_id: appCharge.gatewayChargeId, amount_cents: appCharge.amountCents, currency: appCharge.currency },
+    },
+  };
+}
+
+/** A gateway charge the app has no row for: repaired when provable, else a finding. */
+async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "in_flight" | Finding> {
+  const record = await ownerOf(charge);
+  const finding = (why: string, extra: Record<string, unknown> = {}): Finding => ({
+    kind: "gateway_charge_without_app_charge",
+    subject: charge.id,
+    gatewayChargeId: charge.id,
+    requestId: record?.id,
+    evidence: {
+      why,
+      gateway: { id: charge.id, key: charge.idempotencyKey, amount_cents: charge.amountCents, currency: charge.currency,
+                 created_at: charge.createdAt.toISOString(), metadata: charge.metadata },
+      ...extra,
+    },
+  });
+  if (!record) return finding("its metadata names no record of this app whose derived key is the charge's key");
+  switch (record.phase.name) {
+    case "held":
+      return "in_flight"; // its request is completing it right now; a later run looks again
+    case "complete":
+      return finding("the record completed without this charge", { record: { id: String(record.id), phase: record.phase } });
+    case "released":
+    case "lease_expired": {
+      // Nobody is finishing it, and the gateway says what happened: finish it with that.
+      const key = charge.idempotencyKey;
+      const result = await finishUnfinished(record, async (held) => chargeCompletion(held.record, charge, key, "reconciled"));
+      return result.kind === "finished" ? "repaired" : "in_flight";
+    }
+  }
+}
+
+/**
+ * More than one gateway charge for one operation: the same client's key
+ * charged twice within the key's lifetime (after it, the key names a new
+ * operation). Keyless charges are each their own operation.
+ */
+function doubleCharges(charges: ListedGatewayCharge[]): Finding[] {
+  const byOperation = new Map<string, ListedGatewayCharge[]>();
+  for (const c of charges) {
+    if (!c.metadata?.idempotencyKey) continue;
+    const operation = `${c.metadata.apiClientId}\n${c.metadata.idempotencyKey}`;
+    byOperation.set(operation, [...(byOperation.get(operation) ?? []), c]);
+  }
+  const ttlMs = env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000;
+  const findings: Finding[] = [];
+  for (const group of byOperation.values()) {
+    const sorted = group.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    for (let i = 1; i < sorted.length; i++) {
+      const [first, second] = [sorted[i - 1]!, sorted[i]!];
+      if (second.createdAt.getTime() - first.createdAt.getTime() >= ttlMs) continue;
+      findings.push({
+        kind: "several_gateway_charges_for_one_operation",
+        subject: second.id,
+        gatewayChargeId: second.id,
+        evidence: {
+          operation: { api_client_id: second.metadata!.apiClientId, idempotency_key: second.metadata!.idempotencyKey },
+          charges: [first, second].map((c) => ({ id: c.id, key: c.idempotencyKey, created_at: c.createdAt.toISOString(),
+                                                 request_id: c.metadata?.requestId })),
+        },
+      });
+    }
+  }
+  return findings;
+}
+
+/** App charges of the window whose gateway charge the list did not show: asked of the gateway one by one. */
+async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date }, seenKeys: Set<string>) {
+  const findings: Finding[] = [];
+  let count = 0;
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await db.charge.findMany({
+      where: { createdAt: { gte: window.since, lt: window.until }, ...(cursor ? { id: { gt: cursor } } : {}) },
+      orderBy: { id: "asc" },
+      take: PAGE,
+    });
+    count += page.length;
+    for (const charge of page) {
+      if (seenKeys.has(charge.gatewayIdempotencyKey)) continue;
+      // Its gateway charge may be older than the window (the app row is written after the gateway answered).
+      const lookup = await gateway.findCharge({
+        idempotencyKey: charge.gatewayIdempotencyKey,
+        metadata: { requestId: String(charge.idempotentRequestId ?? 0), apiClientId: String(charge.apiClientId), idempotencyKey: null },
+        lastAttemptAt: new Date(0),
+      });
+      if (lookup.kind === "charged") continue;
+      findings.push({
+        kind: "app_charge_without_gateway_charge",
+        subject: charge.id,
+        chargeId: charge.id,
+        requestId: charge.idempotentRequestId ?? undefined,
+        evidence: {
+          why: lookup.kind === "unproven" ? lookup.reason : "the gateway has no charge under its key",
+          app: { id: charge.id, key: charge.gatewayIdempotencyKey, gateway_charge_id: charge.gatewayChargeId,
+                 amount_cents: charge.amountCents, currency: charge.currency, created_at: charge.createdAt.toISOString() },
+        },
+      });
+    }
+    if (page.length < PAGE) return { count, findings };
+    cursor = page.at(-1)!.id;
+  }
+}
+
+/** Stores the findings (one row per fingerprint) and resolves earlier ones whose subject is now in order. */
+async function storeFindings(runId: number, findings: Finding[], inOrder: Set<string>) {
+  const now = new Date();
+  for (const f of findings) {
+    await db.ledgerMismatch.upsert({
+      where: { fingerprint: fingerprint(f) },
+      create: {
+        fingerprint: fingerprint(f),
+        kind: f.kind,
+        gatewayChargeId: f.gatewayChargeId,
+        chargeId: f.chargeId,
+        requestId: f.requestId,
+        evidence: JSON.stringify(f.evidence, (_, v) => (typeof v === "bigint" ? String(v) : v)),
+        firstRunId: runId,
+        detectedAt: now,
+        lastSeenAt: now,
+      },
+      update: { lastSeenAt: now, resolvedAt: null },
+    });
+  }
+  const resolved = [...inOrder].filter((p) => !findings.some((f) => fingerprint(f) === p));
+  for (let i = 0; i < resolved.length; i += 500) {
+    await db.ledgerMismatch.updateMany({
+      where: { fingerprint: { in: resolved.slice(i, i + 500) }, resolvedAt: null },
+      data: { resolvedAt: now },
+    });
+  }
+}
+
+/**
+ * Reconciles [since, until): every gateway charge created in the window, and
+ * every app charge created in it. Records the run and its findings.
+ */
+export async function reconcileLedger({ since, until = new Date() }: { since: Date; until?: Date }): Promise<ReconciliationResult> {
+  const run = await db.reconciliationRun.create({
+    data: { instance: `${hostname()}:${process.pid}`, windowStart: since, windowEnd: until, startedAt: new Date() },
+  });
+  try {
+    const findings: Finding[] = [];
+    const listed: ListedGatewayCharge[] = [];
+    const inOrder = new Set<string>();
+    let repaired = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await gateway.listCharges({ since, until, cursor, limit: PAGE });
+      listed.push(...page.charges);
+      const appCharges = await db.charge.findMany({
+        where: { gatewayIdempotencyKey: { in: page.charges.map((c) => c.idempotencyKey) } },
+      });
+      const byKey = new Map(appCharges.map((c) => [c.gatewayIdempotencyKey, c]));
+      for (const charge of page.charges) {
+        const appCharge = byKey.get(charge.idempotencyKey);
+        const settled = appCharge ? compare(charge, appCharge) : await settleOrphan(charge);
+        if (settled === "repaired") repaired += 1;
+        else if (settled && settled !== "in_flight") findings.push(settled);
+        else if (settled === null) {
+          inOrder.add(fingerprint({ kind: "gateway_charge_without_app_charge", subject: charge.id }));
+          inOrder.add(fingerprint({ kind: "amount_or_currency_mismatch", subject: charge.id }));
+        }
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+
+    findings.push(...doubleCharges(listed));
+    const app = await appChargesWithoutGatewayCharge({ since, until }, new Set(listed.map((c) => c.idempotencyKey)));
+    findings.push(...app.findings);
+    await storeFindings(run.id, findings, inOrder);
+    await db.reconciliationRun.update({
+      where: { id: run.id },
+      data: { finishedAt: new Date(), gatewayCharges: listed.length, appCharges: app.count, repaired, mismatches: findings.length },
+    });
+    return { runId: run.id, window: { since, until }, gatewayCharges: listed.length, appCharges: app.count, repaired, findings };
+  } catch (error) {
+    await db.reconciliationRun
+      .update({ where: { id: run.id }, data: { finishedAt: new Date(), error: String(error) } })
+      .catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The record lifecycle against the real database: what a request gets for each
+ * phase a record can be in, and that the fencing token keeps a stalled holder
+ * from acting once someone else took its claim.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { FinishedBy } from "~/generated/prisma/client";
+import { db } from "~/server/db";
+import { keyToBytes, runIdempotent, type IdempotentOutcome, type PhaseName, type WorkResult } from "~/server/idempotency";
+import * as records from "~/server/idempotency/records";
+import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";
+
+/** Its own route: these operations are not charges, and the ledger checks leave them be. */
+const ROUTE = "POST /test/lifecycle";
+const BODY = { amount_cents: 100 };
+const STORED = { status: 201, body: '{"stored":true}' };
+const DONE: WorkResult = { kind: "complete", response: { status: 200, body: '{"done":true}' }, writes: [] };
+
+let clientId: number;
+let otherClientId: number;
+before(async () => {
+  clientId = (await newApiClient("lifecycle")).id;
+  otherClientId = (await newApiClient("lifecycle-other")).id;
+});
+after(async () => {
+  await db.idempotentRequest.deleteMany({ where: { route: ROUTE } });
+  await closeConnections();
+});
+
+type Case = "same payload" | "other payload" | "other client" | "expired";
+type Seed = { phase: PhaseName; finishedBy?: FinishedBy };
+/** What the request must get, and what must have happened to the record. */
+type Expected = {
+  answer: IdempotentOutcome["kind"];
+  workRan: boolean;
+  /** The record afterwards: the same one (attempt), a new one, or untouched. */
+  record: "untouched" | "taken" | "new";
+  reuseRecorded: boolean;
+};
+
+const reused: Expected = { answer: "key_reused", workRan: false, record: "untouched", reuseRecorded: true };
+const taken: Expected = { answer: "fresh", workRan: true, record: "taken", reuseRecorded: false };
+const busy: Expected = { answer: "in_progress", workRan: false, record: "untouched", reuseRecorded: false };
+
+const seeds: [string, Seed][] = [
+  ["held", { phase: "held" }],
+  ["lease_expired", { phase: "lease_expired" }],
+  ["released", { phase: "released" }],
+  ["complete (by its request)", { phase: "complete", finishedBy: "request" }],
+  ["complete (reconciled)", { phase: "complete", finishedBy: "reconciled" }],
+  ["complete (abandoned)", { phase: "complete", finishedBy: "abandoned" }],
+];
+
+function expected(seed: Seed, which: Case): Expected {
+  if (which === "other payload" || which === "other client") return reused;
+  if (seed.phase === "complete") {
+    return which === "expired"
+      ? { answer: "fresh", workRan: true, record: "new", reuseRecorded: false } // a new operation under the key
+      : { answer: "replay", workRan: false, record: "untouched", reuseRecorded: false };
+  }
+  // An in-progress record never expires: expired or not, the same answer.
+  return seed.phase === "held" ? busy : taken;
+}
+
+describe("every phase x every kind of request (the decision table)", () => {
+  for (const [name, seed] of seeds) {
+    for (const which of ["same payload", "other payload", "other client", "expired"] as Case[]) {
+      const want = expected(seed, which);
+      test(`${name} + ${which} -> ${want.answer}${want.workRan ? ", work runs" : ""}, record ${want.record}`, async () => {
+        const key = uniqueKey("table");
+        const seeded = await seedRecord({
+          apiClientId: clientId,
+          phase: seed.phase,
+          finishedBy: seed.finishedBy,
+          response: STORED,
+          key,
+          route: ROUTE,
+          body: BODY,
+          ageMs: 60_000,
+          expiresAt: which === "expired" ? new Date(Date.now() - 1_000) : undefined,
+        });
+        let workRan = false;
+        const outcome = await runIdempotent(
+          {
+            idempotencyKey: key,
+            route: ROUTE,
+            apiClientId: which === "other client" ? otherClientId : clientId,
+            requestHash: which === "other payload" ? "f".repeat(64) : seeded.requestHash,
+          },
+          async () => ((workRan = true), DONE),
+        );
+
+        assert.equal(outcome.kind, want.answer);
+        if (outcome.kind === "replay") assert.deepEqual(outcome.response, STORED, "the stored bytes");
+        if (outcome.kind === "fresh") assert.deepEqual(outcome.response, DONE.kind === "complete" && DONE.response);
+        assert.equal(workRan, want.workRan, "whether the work ran");
+
+        const after = (await recordOf(key, ROUTE))!;
+        const reuses = await db.keyReuseAttempt.count({ where: { idempotencyKey: keyToBytes(key) } });
+        assert.equal(reuses, want.reuseRecorded ? 1 : 0, "whether a reuse was recorded");
+        switch (want.record) {
+          case "untouched":
+            assert.equal(after.id, seeded.id);
+            assert.equal(after.attempt, seeded.attempt);
+            assert.equal(after.phase.name, seeded.phase.name);
+            break;
+          case "taken":
+            assert.equal(after.id, seeded.id, "the same operation");
+            assert.equal(after.attempt, seeded.attempt + 1, "under the next fencing token");
+            assert.equal(after.phase.name, "complete");
+            assert.ok(after.expiresAt.getTime() > Date.now() + 23 * 3_600_000, "its lifetime starts again");
+            break;
+          case "new":
+            assert.notEqual(after.id, seeded.id, "the expired record made way for a new operation");
+            assert.equal(after.attempt, 1);
+            break;
+        }
+      });
+    }
+  }
+});
+
+describe("fencing tokens", () => {
+  test("a stalled holder cannot complete, release or renew once a retry took its claim over", async () => {
+    const key = uniqueKey("fence");
+    const stalled = await seedRecord({ apiClientId: clientId, phase: "lease_expired", key, route: ROUTE, body: BODY });
+    const retry = await runIdempotent(
+      { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: stalled.requestHash },
+      async () => DONE,
+    );
+    assert.equal(retry.kind, "fresh");
+
+    // The old holder wakes up and tries to store its own answer under attempt 1.
+    assert.equal(await records.complete(stalled, { status: 201, body: "stale" }, [], "request"), false);
+    await records.release(stalled);
+    assert.equal(await records.renew(stalled, new Date()), null);
+    const after = (await recordOf(key, ROUTE))!;
+    assert.equal(after.attempt, 2);
+    assert.deepEqual(after.phase.name === "complete" && after.phase.response, DONE.kind === "complete" && DONE.response);
+  });
+
+  test("of two retries racing to take a released claim over, exactly one runs the work", async () => {
+    const key = uniqueKey("race");
+    const released = await seedRecord({ apiClientId: clientId, phase: "released", key, route: ROUTE, body: BODY });
+    let runs = 0;
+    const slowWork = async () => {
+      runs += 1;
+      await new Promise((r) => setTimeout(r, 300));
+      return DONE;
+    };
+    const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: released.requestHash };
+    // Not through this process's memory: each call decides from the record alone.
+    const [a, b] = await Promise.all([records.take(released, new Date()), records.take(released, new Date())]);
+    assert.equal([a, b].filter(Boolean).length, 1, "one take matched");
+    const outcome = await runIdempotent(claim, slowWork);
+    assert.equal(outcome.kind, "in_progress", "the record is held by the winner's attempt");
+    assert.equal(runs, 0);
+  });
+});
