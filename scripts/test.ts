@@ -40,6 +40,7 @@ const testEnv = {
   TEST_APP_URL: `http://127.0.0.1:${config.appPort}`,
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,
+  TEST_GATEWAY_PORT: String(config.gatewayPort),
   TEST_API_KEY: demo.apiKey,
   TEST_SUPPORT_EMAIL: "support@example.com",
   TEST_SUPPORT_PASSWORD: "support-test-password",
@@ -49,6 +50,22 @@ const testEnv = {
 
 const services: Service[] = [];
 const failures: string[] = [];
+const startedAt = new Date();
+
+/**
+ * The closing check of every run: once the last leases have run out, a sweep
+ * finishes what nobody retried, then the reconciliation compares the gateway
+ * with the app for the whole run and the four invariants are checked.
+ */
+async function closingLedgerCheck(since: Date) {
+  const { env } = await import("~/env");
+  const { runSweep } = await import("~/server/sweep/runSweep");
+  const { checkLedgerInvariants, describeReport } = await import("~/server/ledger/invariants");
+  await new Promise((r) => setTimeout(r, env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS));
+  await runSweep({ reapAfterMs: 0, reconcile: false });
+  const report = await checkLedgerInvariants({ since });
+  return { ok: report.ok, summary: describeReport(report) };
+}
 try {
   services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, quiet: true }));
   services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
@@ -66,6 +83,10 @@ try {
   if (runBrowserTests) {
     await run("playwright", ["test"], testEnv).catch((e) => failures.push(String(e)));
   }
+  // Whatever the tests did, the ledger must add up: finish what is left, then reconcile the whole run.
+  const ledger = await closingLedgerCheck(startedAt);
+  console.log(`\nledger after the run: ${ledger.summary}`);
+  if (!ledger.ok) failures.push(`the ledger does not add up after the run:\n${ledger.summary}`);
 } finally {
   for (const service of services.reverse()) await service.stop();
   await privateDb?.stop();

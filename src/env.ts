@@ -22,6 +22,8 @@ const schema = z
     /** How long an unfinished record (released, or its holder's lease over) waits for a retry before the sweeper finishes it. */
     REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
+    /** How often a sweeper reconciles the ledger with the gateway's charge list (0: never). */
+    RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(10 * 60_000),
     PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
     IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
     /** Largest accepted request body, in bytes. */

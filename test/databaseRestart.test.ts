@@ -11,9 +11,10 @@ import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
-import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { SERVER_CODE_FLAGS, startGateway, type Service } from "../scripts/lib/processes";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { hashApiKey } from "~/server/auth/apiClients";
-import { chargeBody, gatewayCharges, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
+import { chargeBody, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
 
 const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
 const APP_URL = `http://127.0.0.1:${APP_PORT}`;
@@ -21,7 +22,20 @@ const DB_PORT = 3317 + Number(process.env.TEST_SLOT ?? 0);
 const server = new PrivateMariaDb(path.resolve(".data/test-restart-mariadb"), DB_PORT);
 const databaseUrl = `mysql://root@127.0.0.1:${DB_PORT}/charges_restart`;
 const apiKey = `sk_test_${randomUUID()}`;
+// A gateway of its own (its state on the main server, as a real provider's is
+// elsewhere), so that this test's charges stay out of the main run's ledger.
+const gatewayUrl = (() => {
+  const u = new URL(process.env.TEST_GATEWAY_DATABASE_URL!);
+  u.pathname = `${u.pathname}_restart`;
+  return u.toString();
+})();
+const GATEWAY_PORT = Number(process.env.TEST_GATEWAY_PORT ?? 4110) + 2;
+let gatewayService: Service;
 let app: Awaited<ReturnType<typeof startAppInstance>>;
+let gatewayPool: mariadb.Pool;
+
+const gatewayCharges = (customerId: string): Promise<{ id: string }[]> =>
+  gatewayPool.query("SELECT id FROM sim_charges WHERE customer_id = ?", [customerId]);
 
 async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
   const conn = await mariadb.createConnection({ host: "127.0.0.1", port: DB_PORT, user: "root", database: "charges_restart" });
@@ -32,16 +46,23 @@ async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
   }
 }
 
+const appEnv = { DATABASE_URL: databaseUrl, GATEWAY_URL: `http://127.0.0.1:${GATEWAY_PORT}` };
+
 before(async () => {
+  await createDatabase(gatewayUrl, { dropFirst: true });
+  gatewayService = await startGateway({ port: GATEWAY_PORT, databaseUrl: gatewayUrl, quiet: true });
+  gatewayPool = mariadb.createPool({ ...mysqlConnectionOptions(gatewayUrl), connectionLimit: 2 });
   await server.start();
   await createDatabase(databaseUrl, { dropFirst: true });
   await applyMigrations(databaseUrl);
   await query("INSERT INTO api_clients (name, key_hash, key_prefix) VALUES ('restart', ?, ?)", [hashApiKey(apiKey), apiKey.slice(0, 12)]);
-  app = await startAppInstance(APP_PORT, { DATABASE_URL: databaseUrl });
+  app = await startAppInstance(APP_PORT, appEnv);
 });
 after(async () => {
   await app?.stop();
   await server.stop();
+  await gatewayService?.stop();
+  await gatewayPool?.end();
   await closeConnections();
 });
 
@@ -73,7 +94,7 @@ describe("MariaDB restarted while requests are in flight", () => {
     // Whatever the outage left in progress, the sweeper finishes (reconciling with the gateway).
     const sweepOnce = () =>
       execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
-        env: { ...process.env, DATABASE_URL: databaseUrl, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
+        env: { ...process.env, ...appEnv, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
         stdio: "inherit",
         timeout: 60_000,
       });
@@ -103,6 +124,12 @@ describe("MariaDB restarted while requests are in flight", () => {
       assert.equal(Number(local[0]!.n), 1, "one local charge");
       assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
     }
+    // And its ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0).
+    execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts", "--since", "10m"], {
+      env: { ...process.env, ...appEnv },
+      stdio: "inherit",
+      timeout: 60_000,
+    });
   });
 
   test("a killed server can still be stopped (a failed test's after hook does exactly this)", async () => {

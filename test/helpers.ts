@@ -54,10 +54,15 @@ export async function postCharge(opts: {
 }
 
 let gatewayPool: mariadb.Pool | undefined;
-/** The simulated gateway's own records: what was really charged. */
-export async function gatewayCharges(customerId: string): Promise<{ id: string; idempotency_key: string }[]> {
+/** A query on the simulated gateway's own tables (what was really charged). */
+export async function gatewayQuery<T = unknown>(sql: string, values: unknown[] = []): Promise<T> {
   gatewayPool ??= mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
-  return gatewayPool.query("SELECT id, idempotency_key FROM sim_charges WHERE customer_id = ?", [customerId]);
+  return gatewayPool.query(sql, values) as Promise<T>;
+}
+
+/** The simulated gateway's charges for a customer. */
+export async function gatewayCharges(customerId: string): Promise<{ id: string; idempotency_key: string }[]> {
+  return gatewayQuery("SELECT id, idempotency_key FROM sim_charges WHERE customer_id = ?", [customerId]);
 }
 
 export async function localCharges(customerId: string) {

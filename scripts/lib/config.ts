@@ -68,5 +68,7 @@ export function testConfig(): StackConfig {
     GATEWAY_TIMEOUT_MS: "5000",
     REAP_AFTER_MS: "60000",
     DATABASE_POOL_SIZE: "10",
+    // Tests reconcile when they mean to (and the run ends with one), not whenever a sweep is due.
+    RECONCILE_INTERVAL_MS: "0",
   });
 }

@@ -167,7 +167,7 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     amount_cents: parsed.amount_cents,
     currency: parsed.currency,
     customer_id: parsed.customer_id ?? null,
-    status: behaviour.kind === "succeed" ? "succeeded" : "declined",
+    status: behaviour.kind === "decline" ? "declined" : "succeeded",
     decline_code: behaviour.kind === "decline" ? behaviour.code : null,
     message: behaviour.kind === "decline" ? behaviour.message : null,
     respond_after: new Date(now + (behaviour.kind === "succeed" ? behaviour.delayMs : 0)),

@@ -66,6 +66,8 @@ CREATE TABLE `ledger_mismatches` (
     `detected_at` DATETIME(6) NOT NULL,
     `last_seen_at` DATETIME(6) NOT NULL,
     `resolved_at` DATETIME(6) NULL,
+    `resolved_by` INTEGER NULL,
+    `resolution_note` TEXT NULL,
 
     UNIQUE INDEX `ledger_mismatches_fingerprint_key`(`fingerprint`),
     INDEX `ledger_mismatches_open_idx`(`resolved_at`, `detected_at`),

@@ -101,10 +101,13 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
 
 /**
  * More than one gateway charge for one operation: the same client's key
- * charged twice within the key's lifetime (after it, the key names a new
- * operation). Keyless charges are each their own operation.
+ * charged twice within the key's lifetime. The one legitimate way is a key
+ * whose first operation completed, expired and was deleted, after which the
+ * key names a new operation: then the earlier charge has its app charge, and
+ * that charge no longer points at a record. Keyless charges are each their own
+ * operation.
  */
-function doubleCharges(charges: ListedGatewayCharge[]): Finding[] {
+async function doubleCharges(charges: ListedGatewayCharge[]): Promise<Finding[]> {
   const byOperation = new Map<string, ListedGatewayCharge[]>();
   for (const c of charges) {
     if (!c.metadata?.idempotencyKey) continue;
@@ -118,6 +121,8 @@ function doubleCharges(charges: ListedGatewayCharge[]): Finding[] {
     for (let i = 1; i < sorted.length; i++) {
       const [first, second] = [sorted[i - 1]!, sorted[i]!];
       if (second.createdAt.getTime() - first.createdAt.getTime() >= ttlMs) continue;
+      const firstRecorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: first.idempotencyKey } });
+      if (firstRecorded && firstRecorded.idempotentRequestId === null) continue; // completed and expired: a new operation
       findings.push({
         kind: "several_gateway_charges_for_one_operation",
         subject: second.id,
@@ -134,7 +139,7 @@ function doubleCharges(charges: ListedGatewayCharge[]): Finding[] {
 }
 
 /** App charges of the window whose gateway charge the list did not show: asked of the gateway one by one. */
-async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date }, seenKeys: Set<string>) {
+async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date }, seenKeys: Set<string>, inOrder: Set<string>) {
   const findings: Finding[] = [];
   let count = 0;
   let cursor: string | undefined;
@@ -146,14 +151,21 @@ async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date
     });
     count += page.length;
     for (const charge of page) {
-      if (seenKeys.has(charge.gatewayIdempotencyKey)) continue;
+      const inOrderNow = () => inOrder.add(fingerprint({ kind: "app_charge_without_gateway_charge", subject: charge.id }));
+      if (seenKeys.has(charge.gatewayIdempotencyKey)) {
+        inOrderNow();
+        continue;
+      }
       // Its gateway charge may be older than the window (the app row is written after the gateway answered).
       const lookup = await gateway.findCharge({
         idempotencyKey: charge.gatewayIdempotencyKey,
         metadata: { requestId: String(charge.idempotentRequestId ?? 0), apiClientId: String(charge.apiClientId), idempotencyKey: null },
         lastAttemptAt: new Date(0),
       });
-      if (lookup.kind === "charged") continue;
+      if (lookup.kind === "charged") {
+        inOrderNow();
+        continue;
+      }
       findings.push({
         kind: "app_charge_without_gateway_charge",
         subject: charge.id,
@@ -188,7 +200,7 @@ async function storeFindings(runId: number, findings: Finding[], inOrder: Set<st
         detectedAt: now,
         lastSeenAt: now,
       },
-      update: { lastSeenAt: now, resolvedAt: null },
+      update: { lastSeenAt: now, resolvedAt: null, resolvedBy: null, resolutionNote: null },
     });
   }
   const resolved = [...inOrder].filter((p) => !findings.some((f) => fingerprint(f) === p));
@@ -234,8 +246,8 @@ export async function reconcileLedger({ since, until = new Date() }: { since: Da
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
 
-    findings.push(...doubleCharges(listed));
-    const app = await appChargesWithoutGatewayCharge({ since, until }, new Set(listed.map((c) => c.idempotencyKey)));
+    findings.push(...(await doubleCharges(listed)));
+    const app = await appChargesWithoutGatewayCharge({ since, until }, new Set(listed.map((c) => c.idempotencyKey)), inOrder);
     findings.push(...app.findings);
     await storeFindings(run.id, findings, inOrder);
     await db.reconciliationRun.update({

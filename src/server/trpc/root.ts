@@ -1,3 +1,4 @@
+import { ledgerRouter } from "./routers/ledger";
 import { requestsRouter } from "./routers/requests";
 import { rolloutRouter } from "./routers/rollout";
 import { sweepRouter } from "./routers/sweep";
@@ -7,6 +8,7 @@ export const appRouter = createTRPCRouter({
   requests: requestsRouter,
   rollout: rolloutRouter,
   sweep: sweepRouter,
+  ledger: ledgerRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,38 @@
+/**
+ * `npm run reconcile -- --since <time> [--until <time>]`: compares the gateway's
+ * charges with the app's over the window, repairs what it can prove, stores and
+ * prints the rest; exits 1 when anything is left. A time is an ISO date
+ * (2026-12-03T10:00:00Z) or an age (90m, 6h, 2d). Uses DATABASE_URL and
+ * GATEWAY_URL like the app.
+ */
+import { parseArgs } from "node:util";
+import { loadDotEnv } from "./lib/config";
+
+loadDotEnv();
+const { values } = parseArgs({ options: { since: { type: "string" }, until: { type: "string" } } });
+
+function parseTime(value: string, name: string): Date {
+  const age = /^(\d+)(m|h|d)$/.exec(value);
+  if (age) return new Date(Date.now() - Number(age[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as "m" | "h" | "d"]);
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) throw new Error(`--${name} must be an ISO time or an age such as 6h (got ${value})`);
+  return date;
+}
+
+if (!values.since) {
+  console.error("usage: npm run reconcile -- --since <ISO time | 90m | 6h | 2d> [--until <time>]");
+  process.exit(2);
+}
+const since = parseTime(values.since, "since");
+const until = values.until ? parseTime(values.until, "until") : new Date();
+
+const { reconcileLedger } = await import("~/server/ledger/reconcile");
+const { disconnectDatabase } = await import("~/server/db");
+const result = await reconcileLedger({ since, until });
+console.log(
+  `reconciled ${since.toISOString()} .. ${until.toISOString()}: gateway charges ${result.gatewayCharges}, ` +
+    `app charges ${result.appCharges}, repaired ${result.repaired}, mismatches ${result.findings.length} (run ${result.runId})`,
+);
+for (const f of result.findings) console.log(`  ${f.kind} ${f.subject}: ${JSON.stringify(f.evidence)}`);
+await disconnectDatabase();
+process.exit(result.findings.length > 0 ? 1 : 0);

@@ -1,0 +1,57 @@
+import { z } from "zod";
+import { TRPCError } from "@trpc/server";
+import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
+
+/** The ledger reconciliation's results: its last runs and what it could not prove right. */
+export const ledgerRouter = createTRPCRouter({
+  status: protectedProcedure.query(async ({ ctx }) => {
+    const [recentRuns, open] = await Promise.all([
+      ctx.db.reconciliationRun.findMany({ orderBy: { id: "desc" }, take: 10 }),
+      ctx.db.ledgerMismatch.count({ where: { resolvedAt: null } }),
+    ]);
+    return { lastRun: recentRuns[0] ?? null, recentRuns, openMismatches: open };
+  }),
+
+  /** Mismatches, newest first, open ones unless `includeResolved`; `cursor` is the last id shown. */
+  mismatches: protectedProcedure
+    .input(
+      z.object({
+        includeResolved: z.boolean().default(false),
+        cursor: z.string().regex(/^\d{1,19}$/).nullish(),
+        limit: z.number().int().min(1).max(100).default(25),
+      }),
+    )
+    .query(async ({ ctx, input }) => {
+      const rows = await ctx.db.ledgerMismatch.findMany({
+        where: {
+          ...(input.includeResolved ? {} : { resolvedAt: null }),
+          ...(input.cursor ? { id: { lt: BigInt(input.cursor) } } : {}),
+        },
+        orderBy: { id: "desc" },
+        take: input.limit + 1,
+      });
+      const items = rows.slice(0, input.limit).map((m) => ({
+        ...m,
+        id: String(m.id),
+        requestId: m.requestId === null ? null : String(m.requestId),
+        evidence: JSON.parse(m.evidence) as Record<string, unknown>,
+      }));
+      return { items, nextCursor: rows.length > input.limit ? items.at(-1)!.id : null };
+    }),
+
+  /**
+   * An engineer closes a mismatch the app cannot put right itself (money to
+   * refund at the provider, say), saying what was done. A later run that finds
+   * the same problem opens it again.
+   */
+  resolve: engineerProcedure
+    .input(z.object({ id: z.string().regex(/^\d{1,19}$/), note: z.string().trim().min(3).max(2000) }))
+    .mutation(async ({ ctx, input }) => {
+      const updated = await ctx.db.ledgerMismatch.updateMany({
+        where: { id: BigInt(input.id), resolvedAt: null },
+        data: { resolvedAt: new Date(), resolvedBy: ctx.user.id, resolutionNote: input.note },
+      });
+      if (updated.count === 0) throw new TRPCError({ code: "NOT_FOUND", message: "No open mismatch with this id." });
+      return { resolved: true };
+    }),
+});
