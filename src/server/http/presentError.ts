@@ -25,7 +25,7 @@ export async function presentError(request: Request, response: Response): Promis
 
   const { code, message, ...details } = parsed;
   const spec = errorSpec(code);
-  const docUrl = new URL(docPath(code), request.url).href;
+  const docUrl = new URL(docPath(code), publicOrigin(request)).href;
   if (spec.retryAfterSeconds !== undefined && !headers.has("retry-after")) {
     headers.set("Retry-After", String(spec.retryAfterSeconds));
   }
@@ -41,6 +41,22 @@ export async function presentError(request: Request, response: Response): Promis
   }
   headers.delete("content-length");
   return new Response(body, { status: response.status, headers });
+}
+
+/**
+ * The origin the client addressed. Next.js builds `request.url` from its own
+ * bind address ("localhost"), not from what the client sent; a proxy in front
+ * says which scheme the client used.
+ */
+function publicOrigin(request: Request): string {
+  const url = new URL(request.url);
+  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host") ?? url.host;
+  const proto = request.headers.get("x-forwarded-proto")?.split(",")[0]?.trim() ?? url.protocol.replace(":", "");
+  try {
+    return new URL(`${proto}://${host}`).origin;
+  } catch {
+    return url.origin;
+  }
 }
 
 type ErrorFields = { code: Parameters<typeof errorSpec>[0]; message: string; [detail: string]: unknown };
