@@ -99,7 +99,8 @@ const keyHeader = {
   description:
     `One per logical operation (a UUIDv4), reused on every retry; 1-${MAX_KEY_LENGTH} printable ASCII characters, ` +
     "as a structured-field string in quotes or bare. Required once the rollout mode is `required`.",
-  schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH + 2 },
+  // The field value: quotes and escapes around the key make it longer than the key itself.
+  schema: { type: "string", minLength: 1 },
 };
 const preferHeader = {
   name: "Prefer",
