@@ -70,9 +70,9 @@ try {
   services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, quiet: true }));
   services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
 
-  const files = readdirSync(path.join(root, "test"))
-    .filter((f) => f.endsWith(".test.ts"))
-    .map((f) => `test/${f}`)
+  // test/unit/ holds the pure tests (no server, no database); they run here too.
+  const files = ["test", "test/unit"]
+    .flatMap((dir) => readdirSync(path.join(root, dir)).filter((f) => f.endsWith(".test.ts")).map((f) => `${dir}/${f}`))
     .filter((f) => nodeFilters.length === 0 || nodeFilters.some((filter) => f.includes(filter)));
   if (runNodeTests) {
     // One file at a time: the fault tests kill and restart servers.

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { API_ERROR_CODES, API_ERRORS } from "~/server/http/errorRegistry";
 import { APP_URL, chargeBody, closeConnections, newApiClient, postCharge, uniqueKey, type ApiResponse } from "./helpers";
 
 let apiKey: string;
@@ -18,15 +19,36 @@ after(closeConnections);
 function conforms(path: string, method: string, res: ApiResponse) {
   const documented = doc.paths[path][method].responses[String(res.status)];
   assert.ok(documented, `${method.toUpperCase()} ${path} answered ${res.status}, which the document does not list`);
-  const ref: string = documented.content["application/json"].schema.$ref;
+  const mediaType = res.headers.get("content-type")!.split(";")[0]!;
+  assert.ok(documented.content[mediaType], `${res.status} answered ${mediaType}, which the document does not list`);
+  const ref: string = documented.content[mediaType].schema.$ref;
   const validate = ajv.getSchema(`doc${ref}`)!;
   assert.ok(validate(res.json), `${res.status} body does not match ${ref}: ${JSON.stringify(validate.errors)}\n${res.text}`);
   for (const header of Object.keys(documented.headers ?? {})) {
     if (header === "Retry-After") assert.ok(res.headers.get(header), `${res.status} lacks ${header}`);
   }
+  for (const header of ["Retry-After", "Link", "Idempotent-Replay", "Idempotent-Replayed"]) {
+    if (res.headers.get(header)) assert.ok(documented.headers?.[header], `${res.status} sends ${header}, undocumented`);
+  }
 }
 
+const problem = { Accept: "application/problem+json" };
+
 describe("OpenAPI document", () => {
+  test("documents every error code of the registry, with its status, in the reference and the schemas", () => {
+    const description: string = doc.info.description;
+    for (const code of API_ERROR_CODES.filter((c) => c !== "client_closed_request")) {
+      assert.match(description, new RegExp(`^## ${code}$`, "m"), `${code} has its own entry`);
+      assert.ok(description.includes(API_ERRORS[code].advice), `${code} says what a client should do`);
+    }
+    assert.deepEqual(doc.components.schemas.Error.properties.error.properties.code.enum, API_ERROR_CODES);
+    for (const [status, response] of Object.entries<any>(doc.paths["/api/charges"].post.responses)) {
+      for (const [, code] of response.description.matchAll(/\[`(\w+)`\]/g)) {
+        assert.equal(String(API_ERRORS[code as keyof typeof API_ERRORS].status), status, `${code} under ${status}`);
+      }
+    }
+  });
+
   test("is OpenAPI 3.1 and describes the request body with the server's own schema", () => {
     assert.equal(doc.openapi, "3.1.0");
     assert.deepEqual(doc.components.schemas.CreateCharge.required.sort(), ["amount_cents", "card_token", "currency"]);
@@ -50,8 +72,14 @@ describe("OpenAPI document", () => {
       await postCharge({ key: uniqueKey() }), // 401
       await postCharge({ apiKey, key: uniqueKey(), rawBody: "x".repeat(20_000) }), // 413
       await postCharge({ apiKey, key: uniqueKey(), rawBody: "a=1", headers: { "Content-Type": "text/plain" } }), // 415
+      await postCharge({ apiKey, key: uniqueKey(), body: { amount_cents: 0 }, headers: problem }), // 400 problem+json
+      await postCharge({ apiKey, key: "x".repeat(65), headers: problem }), // 400 problem+json, with Link
     ];
+    const declined = { key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) };
+    await postCharge({ apiKey, ...declined });
+    responses.push(await postCharge({ apiKey, ...declined }), await postCharge({ apiKey, ...declined, headers: problem })); // 402 replays
     await slow;
+    assert.ok(responses.some((r) => r.headers.get("content-type")?.startsWith("application/problem+json")));
     const statuses = new Set(responses.map((r) => r.status));
     for (const status of [201, 400, 401, 402, 413, 415, 422, 503]) assert.ok(statuses.has(status), `saw ${status}`);
     for (const res of responses) conforms("/api/charges", "post", res);

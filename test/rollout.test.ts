@@ -47,6 +47,7 @@ describe("rollout of the Idempotency-Key header", () => {
     const res = await postCharge({ apiKey, body });
     assert.equal(res.status, 400);
     assert.equal(res.json.error.code, "idempotency_key_required");
+    assert.match(res.headers.get("link") ?? "", /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/);
     assert.equal((await localCharges(body.customer_id)).length, 0);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);
     const log = await db.rolloutAuditLog.findFirstOrThrow({ where: { staffUserId: staffId }, orderBy: { id: "desc" } });

@@ -3,13 +3,35 @@
  * ways a plain timeout test does not reach.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ChargesClient } from "~/client";
-import { APP_URL, chargeBody, closeConnections, gatewayCharges, newApiClient } from "./helpers";
+import { ChargeDeadlineError, ChargesClient, InvalidIdempotencyKeyError } from "~/client";
+import { FileOperationStore } from "~/client/fileOperationStore";
+import { APP_URL, chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf } from "./helpers";
 
 let apiKey: string;
-before(async () => ({ apiKey } = await newApiClient("sdk")));
-after(closeConnections);
+let storeDir: string;
+before(async () => {
+  ({ apiKey } = await newApiClient("sdk"));
+  storeDir = await mkdtemp(path.join(tmpdir(), "sdk-store-"));
+});
+after(async () => {
+  await rm(storeDir, { recursive: true, force: true });
+  await closeConnections();
+});
+
+/** The real fetch, counting calls and the Idempotency-Key field values sent. */
+function countingFetch() {
+  const keys: string[] = [];
+  const fetchFn: typeof fetch = (input, init) => {
+    keys.push(new Headers(init?.headers).get("Idempotency-Key") ?? "");
+    return fetch(input, init);
+  };
+  return { fetch: fetchFn, keys };
+}
 
 describe("SDK", () => {
   test("an answer whose body never arrives is retried with the same key and replayed", { timeout: 15_000 }, async () => {
@@ -36,5 +58,65 @@ describe("SDK", () => {
     assert.equal(result.attempts, 2);
     assert.equal(new Set(keys).size, 1, "both attempts carry the same Idempotency-Key");
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
+  });
+
+  test("sends the key as the draft's sf-string; the server stores the bare key, and a bare retry replays", async () => {
+    const { fetch: fetchFn, keys } = countingFetch();
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, fetch: fetchFn });
+    const key = randomUUID();
+    const body = chargeBody();
+    const result = await sdk.createCharge(body, { idempotencyKey: key });
+    assert.equal(result.status, 201);
+    assert.deepEqual(keys, [`"${key}"`]);
+    assert.equal((await recordOf(key))?.idempotencyKey, key);
+    const bare = await postCharge({ apiKey, key, body });
+    assert.equal(bare.headers.get("idempotent-replayed"), "true");
+    assert.equal(bare.json.id, result.ok && result.charge.id);
+  });
+
+  test("an invalid key fails fast: nothing reaches the server", async () => {
+    const { fetch: fetchFn, keys } = countingFetch();
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, fetch: fetchFn });
+    await assert.rejects(sdk.createCharge(chargeBody(), { idempotencyKey: "k".repeat(65) }), InvalidIdempotencyKeyError);
+    assert.equal(keys.length, 0);
+  });
+
+  test("503 gateway_unavailable is retried with the same key after Retry-After, up to the deadline", { timeout: 15_000 }, async () => {
+    const { fetch: fetchFn, keys } = countingFetch();
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 3_000, fetch: fetchFn });
+    const started = Date.now();
+    const failure = await sdk.createCharge(chargeBody({ card_token: "tok_error" })).catch((e) => e);
+    assert.ok(failure instanceof ChargeDeadlineError, String(failure));
+    assert.equal(failure.lastProblem, "503 gateway_unavailable");
+    assert.equal(keys.length, 2, "Retry-After: 2 leaves room for one retry in 3 s");
+    assert.equal(new Set(keys).size, 1);
+    assert.ok(Date.now() - started >= 2_000, "the retry waited for Retry-After");
+    assert.match(failure.message, /findByIdempotencyKey/);
+  });
+
+  test("a file-backed store: the process 'crashes' after the charge went through; the restarted one resumes it", { timeout: 20_000 }, async () => {
+    const file = path.join(storeDir, "operations.json");
+    const body = chargeBody();
+    const reference = `order-${randomUUID()}`;
+    // The first process reaches the server once, then loses every answer: the charge happened, the
+    // process never learned it, and it dies at its deadline.
+    let reached = 0;
+    const losingFetch: typeof fetch = async (input, init) => {
+      if (reached++ === 0) await (await fetch(input, init)).text();
+      throw new TypeError("fetch failed");
+    };
+    const first = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 500, fetch: losingFetch, store: new FileOperationStore(file) });
+    await assert.rejects(first.createCharge(body, { reference }), ChargeDeadlineError);
+    assert.equal((await localCharges(body.customer_id)).length, 1, "the first attempt charged");
+
+    const restarted = new ChargesClient({ baseUrl: APP_URL, apiKey, store: new FileOperationStore(file) });
+    const pending = await restarted.pendingOperations();
+    assert.deepEqual(pending.map((op) => op.reference), [reference]);
+    const result = await restarted.resume(reference);
+    assert.equal(result.status, 201);
+    assert.equal(result.replayed, true, "the server answered with the charge the lost attempt made");
+    assert.equal(result.idempotencyKey, pending[0]!.idempotencyKey);
+    assert.equal((await gatewayCharges(body.customer_id)).length, 1, "charged once");
+    assert.deepEqual(await restarted.pendingOperations(), []);
   });
 });

@@ -7,7 +7,8 @@ export default function Home() {
       <p>An idempotent payments API. Retrying a request with the same <code>Idempotency-Key</code> never charges twice.</p>
       <ul>
         <li>
-          <code>POST /api/charges</code>, documented in <a href="/api/openapi.json">/api/openapi.json</a>
+          <code>POST /api/charges</code>: the <a href="/docs">API reference</a> (OpenAPI document at{" "}
+          <a href="/api/openapi.json">/api/openapi.json</a>)
         </li>
         <li>
           <Link href="/admin">Admin dashboard</Link>

@@ -1,30 +1,124 @@
 import { z } from "zod";
 import { createChargeSchema } from "~/server/charges/schema";
-import type { ApiErrorCode } from "~/server/http/apiError";
+import { API_ERROR_CODES, API_ERRORS, docAnchor, type ApiErrorCode } from "~/server/http/errorRegistry";
+import { MAX_KEY_LENGTH } from "~/server/http/idempotencyProtocol";
 
-const errorCodes: ApiErrorCode[] = [
-  "unauthorized", "invalid_request", "invalid_json", "body_too_large", "unsupported_media_type", "invalid_idempotency_key",
-  "idempotency_key_required", "idempotency_key_reused", "request_in_progress", "card_declined", "request_abandoned",
-  "gateway_unavailable", "service_unavailable", "not_found", "method_not_allowed", "internal_error",
+/*
+ * The OpenAPI 3.1 description of the public API, served at /api/openapi.json and
+ * rendered at /docs. Every error status, header and explanation is derived from
+ * the error registry; only which codes each operation can answer is listed here.
+ */
+
+const ACTION_TEXT = { retry: "Retry with the same key", fix: "Fix the request", final: "Final" } as const;
+
+/** Markdown for one code: its `## code` heading is the anchor doc_url points at (docAnchor). */
+function errorSection(code: ApiErrorCode): string {
+  const spec = API_ERRORS[code] as (typeof API_ERRORS)[ApiErrorCode] & { retryAfterSeconds?: number; stored?: boolean };
+  const facts = [
+    `HTTP ${spec.status}`,
+    ACTION_TEXT[spec.action],
+    spec.retryAfterSeconds ? `\`Retry-After: ${spec.retryAfterSeconds}\`` : "",
+    spec.stored ? "stored and replayed" : "",
+  ].filter(Boolean);
+  return `## ${code}\n\n**${spec.title}**: ${facts.join(" · ")}\n\n${spec.advice}\n`;
+}
+
+const description = `
+Idempotent payments. A retry of a request never charges twice, because each logical operation carries one
+\`Idempotency-Key\` (draft-ietf-httpapi-idempotency-key-header), generated once and reused on every retry.
+
+# Idempotency
+
+- **Keys.** Generate a UUIDv4 per operation (a charge for an order), store it with the operation and send it on
+  every attempt. Keys are unique across all API clients: an order number or a counter is not a key (two clients
+  using \`order-1001\` collide, and the second gets 422 \`idempotency_key_reused\`). 1 to ${MAX_KEY_LENGTH}
+  printable ASCII characters.
+- **Header forms.** The draft's structured-field string, \`Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"\`
+  (escapes decoded), or the bare form Stripe's clients send, \`Idempotency-Key: 8e03978e-...\`: the same key. Send
+  one field line: two lines, a list or an unbalanced quote is 400 \`invalid_idempotency_key\`.
+- **Replays.** A retry of a finished operation (same key, same body in any key order) gets the stored status and
+  body with \`Idempotent-Replay: true\` and \`Idempotent-Replayed: true\`, successes and final errors alike.
+- **In flight.** A retry while the first request runs gets 409 \`request_in_progress\` with \`Retry-After\`. A
+  client may send \`Prefer: wait=N\` (RFC 7240) to let the server wait up to N seconds for the outcome; a server
+  that did so says \`Preference-Applied: wait=N\`.
+- **Settling without resending.** \`GET /api/charges?idempotency_key=K\` answers what a replay would (complete),
+  409 with \`age_seconds\` (in flight) or 404 (unknown, expired, or another client's key).
+- **Expiry.** Keys and their stored answers are kept 24 hours; after that a request with the same key is a new
+  operation.
+- **Errors** carry \`doc_url\` (the entry below). Send \`Accept: application/problem+json\` for RFC 9457 problem
+  details (\`type\`, \`title\`, \`status\`, \`detail\`, plus \`code\`); the default is
+  \`{"error": {"code", "message", "doc_url", ...}}\`.
+
+# Errors
+
+Every error code, and what a client should do about it.
+
+${API_ERROR_CODES.filter((code) => code !== "client_closed_request").map(errorSection).join("\n")}
+`;
+
+const content = (schema: object) => ({ "application/json": { schema } });
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+const headerDocs = {
+  "Retry-After": { description: "Seconds to wait before retrying with the same key", schema: { type: "string" } },
+  Link: { description: 'The documentation of the error, `<...>; rel="describedby"`', schema: { type: "string" } },
+  "Idempotent-Replay": { description: "`true` on a replayed (stored) answer", schema: { type: "string", enum: ["true"] } },
+  "Idempotent-Replayed": { description: "Stripe's name for Idempotent-Replay", schema: { type: "string", enum: ["true"] } },
+  "Preference-Applied": { description: "`wait=N` when the server waited for the outcome", schema: { type: "string" } },
+};
+const replayHeaders = { "Idempotent-Replay": headerDocs["Idempotent-Replay"], "Idempotent-Replayed": headerDocs["Idempotent-Replayed"] };
+
+/** The documented error responses of an operation, grouped by status, from the registry. */
+function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, object> = {}) {
+  const byStatus = new Map<number, ApiErrorCode[]>();
+  for (const code of codes) byStatus.set(API_ERRORS[code].status, [...(byStatus.get(API_ERRORS[code].status) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, group]) => {
+      const specs = group.map((code) => API_ERRORS[code] as { retryAfterSeconds?: number; idempotency?: boolean; stored?: boolean });
+      const headers: Record<string, object> = { ...extraHeaders };
+      if (specs.some((s) => s.retryAfterSeconds)) headers["Retry-After"] = headerDocs["Retry-After"];
+      if (specs.some((s) => s.idempotency)) headers.Link = headerDocs.Link;
+      if (specs.some((s) => s.stored)) Object.assign(headers, replayHeaders);
+      const list = group.map((code) => `[\`${code}\`](#${docAnchor(code)})`).join(", ");
+      return [
+        String(status),
+        {
+          description: `${list}: ${group.map((code) => API_ERRORS[code].message).join(" / ")}`,
+          ...(Object.keys(headers).length ? { headers } : {}),
+          content: { "application/json": { schema: ref("Error") }, "application/problem+json": { schema: ref("Problem") } },
+        },
+      ];
+    }),
+  );
+}
+
+const keyHeader = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    `One per logical operation (a UUIDv4), reused on every retry; 1-${MAX_KEY_LENGTH} printable ASCII characters, ` +
+    "as a structured-field string in quotes or bare. Required once the rollout mode is `required`.",
+  // The field value: quotes and escapes around the key make it longer than the key itself.
+  schema: { type: "string", minLength: 1 },
+};
+const preferHeader = {
+  name: "Prefer",
+  in: "header",
+  required: false,
+  description: "`wait=N` (RFC 7240): on a retry that finds the operation in flight, wait up to N seconds for its outcome.",
+  schema: { type: "string", example: "wait=5" },
+};
+
+const chargeErrors: ApiErrorCode[] = [
+  "invalid_request", "invalid_json", "invalid_idempotency_key", "idempotency_key_required", "unauthorized",
+  "card_declined", "request_in_progress", "body_too_large", "unsupported_media_type", "idempotency_key_reused",
+  "internal_error", "request_abandoned", "gateway_unavailable", "service_unavailable",
 ];
 
-const error = (description: string, headers?: Record<string, unknown>) => ({
-  description,
-  ...(headers ? { headers } : {}),
-  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-});
-const retryAfter = { "Retry-After": { description: "Seconds to wait before retrying with the same key", schema: { type: "string" } } };
-
-/** The OpenAPI 3.1 description of the public API, served at /api/openapi.json. */
 export const openApiDocument = {
   openapi: "3.1.0",
-  info: {
-    title: "Charges API",
-    version: "1.0.0",
-    description:
-      "Idempotent payments. Send one Idempotency-Key per logical operation and reuse it on every retry " +
-      "(draft-ietf-httpapi-idempotency-key-header). Keys live 24 hours.",
-  },
+  info: { title: "Charges API", version: "1.0.0", description },
   servers: [{ url: "/" }],
   security: [{ bearer: [] }],
   paths: {
@@ -32,31 +126,37 @@ export const openApiDocument = {
       post: {
         operationId: "createCharge",
         summary: "Create a charge",
-        parameters: [
-          {
-            name: "Idempotency-Key",
-            in: "header",
-            required: false,
-            description: "1-64 printable ASCII characters (bare, or as a structured-field string in quotes); required once the rollout mode is `required`.",
-            schema: { type: "string", minLength: 1, maxLength: 64 },
-          },
-        ],
-        requestBody: { required: true, content: { "application/json": { schema: { $ref: "#/components/schemas/CreateCharge" } } } },
+        parameters: [keyHeader, preferHeader],
+        requestBody: { required: true, content: content(ref("CreateCharge")) },
         responses: {
           "201": {
             description: "Charged. A replay of a finished request carries `Idempotent-Replay: true`.",
-            headers: { "Idempotent-Replay": { schema: { type: "string", enum: ["true"] } } },
-            content: { "application/json": { schema: { $ref: "#/components/schemas/Charge" } } },
+            headers: { ...replayHeaders, "Preference-Applied": headerDocs["Preference-Applied"] },
+            content: content(ref("Charge")),
           },
-          "400": error("invalid_request, invalid_json, invalid_idempotency_key or idempotency_key_required"),
-          "401": error("unauthorized"),
-          "402": error("card_declined (stored and replayed like a success)"),
-          "409": error("request_in_progress: the first request with this key is still running", retryAfter),
-          "413": error("body_too_large"),
-          "415": error("unsupported_media_type"),
-          "422": error("idempotency_key_reused: the key was used with another payload or by another client"),
-          "500": error("request_abandoned (replayed) or internal_error"),
-          "503": error("gateway_unavailable or service_unavailable: retry with the same key", retryAfter),
+          ...errorResponses(chargeErrors, { "Preference-Applied": headerDocs["Preference-Applied"] }),
+        },
+      },
+      get: {
+        operationId: "findChargeByIdempotencyKey",
+        summary: "Settle an operation by its Idempotency-Key",
+        description:
+          "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
+          "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
+          "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404.",
+        parameters: [
+          {
+            name: "idempotency_key",
+            in: "query",
+            required: true,
+            description: "The key, unquoted.",
+            schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
+          },
+        ],
+        responses: {
+          "201": { description: "Complete: the stored answer, a charge.", headers: replayHeaders, content: content(ref("Charge")) },
+          ...errorResponses(["invalid_idempotency_key", "unauthorized", "card_declined", "not_found", "request_in_progress",
+            "request_abandoned", "service_unavailable"]),
         },
       },
     },
@@ -66,19 +166,22 @@ export const openApiDocument = {
         summary: "Retrieve one of your charges",
         parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
         responses: {
-          "200": { description: "The charge", content: { "application/json": { schema: { $ref: "#/components/schemas/Charge" } } } },
-          "401": error("unauthorized"),
-          "404": error("not_found"),
+          "200": { description: "The charge", content: content(ref("Charge")) },
+          ...errorResponses(["unauthorized", "not_found", "service_unavailable"]),
         },
       },
     },
     "/api/health": {
       get: {
         operationId: "health",
+        summary: "Health",
         security: [],
         responses: {
-          "200": { description: "Up", content: { "application/json": { schema: { type: "object", required: ["status"], properties: { status: { const: "ok" } } } } } },
-          "503": error("service_unavailable"),
+          "200": {
+            description: "Up",
+            content: content({ type: "object", required: ["status"], properties: { status: { const: "ok" } } }),
+          },
+          ...errorResponses(["service_unavailable"]),
         },
       },
     },
@@ -90,7 +193,9 @@ export const openApiDocument = {
       Charge: {
         type: "object",
         additionalProperties: false,
-        required: ["id", "object", "amount_cents", "currency", "status", "customer_id", "failure_code", "gateway_charge_id", "created_at"],
+        required: [
+          "id", "object", "amount_cents", "currency", "status", "customer_id", "failure_code", "gateway_charge_id", "created_at",
+        ],
         properties: {
           id: { type: "string", pattern: "^ch_" },
           object: { const: "charge" },
@@ -103,21 +208,43 @@ export const openApiDocument = {
           created_at: { type: "string", format: "date-time" },
         },
       },
+      ErrorDetails: {
+        type: "object",
+        properties: {
+          fields: { type: "object", additionalProperties: { type: "array", items: { type: "string" } } },
+          decline_code: { type: ["string", "null"] },
+          charge: { type: "string" },
+          age_seconds: { type: "number", description: "request_in_progress: how long the operation has been in flight" },
+        },
+      },
       Error: {
         type: "object",
         required: ["error"],
         properties: {
           error: {
+            allOf: [ref("ErrorDetails")],
             type: "object",
-            required: ["code", "message"],
+            required: ["code", "message", "doc_url"],
             properties: {
-              code: { enum: errorCodes },
+              code: { enum: API_ERROR_CODES },
               message: { type: "string" },
-              fields: { type: "object", additionalProperties: { type: "array", items: { type: "string" } } },
-              decline_code: { type: ["string", "null"] },
-              charge: { type: "string" },
+              doc_url: { type: "string", format: "uri", description: "The code's entry in the API reference" },
             },
           },
+        },
+      },
+      Problem: {
+        description: "RFC 9457 problem details, sent when the request says `Accept: application/problem+json`.",
+        allOf: [ref("ErrorDetails")],
+        type: "object",
+        required: ["type", "title", "status", "detail", "code"],
+        properties: {
+          type: { type: "string", format: "uri", description: "The code's entry in the API reference (also `doc_url`)" },
+          title: { type: "string" },
+          status: { type: "integer" },
+          detail: { type: "string" },
+          code: { enum: API_ERROR_CODES },
+          doc_url: { type: "string", format: "uri" },
         },
       },
     },

@@ -1,30 +1,17 @@
+import { API_ERRORS, type ApiErrorCode } from "./errorRegistry";
+
+export type { ApiErrorCode };
+
 /**
  * The one error format of the public API, Stripe-style:
  *   {"error": {"code": "...", "message": "...", ...details}}
- * Every non-2xx response body is built here.
+ * Every error body is built here, including the ones stored with an operation
+ * and replayed. What depends on the request (doc_url, Link, Retry-After, the
+ * RFC 9457 form) is added when it is answered: see presentError.ts.
  */
-export type ApiErrorCode =
-  | "unauthorized"
-  | "invalid_request"
-  | "invalid_json"
-  | "body_too_large"
-  | "unsupported_media_type"
-  | "invalid_idempotency_key"
-  | "idempotency_key_required"
-  | "idempotency_key_reused"
-  | "request_in_progress"
-  | "card_declined"
-  | "request_abandoned"
-  | "gateway_unavailable"
-  | "client_closed_request"
-  | "service_unavailable"
-  | "not_found"
-  | "method_not_allowed"
-  | "internal_error";
-
 export type ErrorDetails = Record<string, unknown>;
 
-export function errorBody(code: ApiErrorCode, message: string, details: ErrorDetails = {}): string {
+export function errorBody(code: ApiErrorCode, message: string = API_ERRORS[code].message, details: ErrorDetails = {}): string {
   return JSON.stringify({ error: { code, message, ...details } });
 }
 
@@ -35,21 +22,19 @@ export function jsonResponse(status: number, body: string, headers: Record<strin
   });
 }
 
+/** An answer with this code: its status comes from the registry. */
 export function errorResponse(
-  status: number,
   code: ApiErrorCode,
-  message: string,
-  { details, headers }: { details?: ErrorDetails; headers?: Record<string, string> } = {},
+  { message, details, headers }: { message?: string; details?: ErrorDetails; headers?: Record<string, string> } = {},
 ): Response {
-  return jsonResponse(status, errorBody(code, message, details), headers);
+  return jsonResponse(API_ERRORS[code].status, errorBody(code, message, details), headers);
 }
 
-/** A failure that already knows its HTTP shape; route handlers turn it into a response. */
+/** A failure that already knows its answer; handleApi turns it into a response. */
 export class ApiError extends Error {
   constructor(
-    readonly status: number,
     readonly code: ApiErrorCode,
-    message: string,
+    message: string = API_ERRORS[code].message,
     readonly details?: ErrorDetails,
     readonly headers?: Record<string, string>,
   ) {
@@ -57,14 +42,6 @@ export class ApiError extends Error {
   }
 
   toResponse(): Response {
-    return errorResponse(this.status, this.code, this.message, { details: this.details, headers: this.headers });
+    return errorResponse(this.code, { message: this.message, details: this.details, headers: this.headers });
   }
-}
-
-/** A handler for the methods a route does not serve, e.g. `export const PUT = methodNotAllowed("POST")`. */
-export function methodNotAllowed(allowed: string) {
-  return (request: Request) =>
-    errorResponse(405, "method_not_allowed", `${request.method} is not supported here; use ${allowed}.`, {
-      headers: { Allow: allowed },
-    });
 }

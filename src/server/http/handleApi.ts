@@ -1,8 +1,16 @@
 import { isDatabaseUnavailable } from "~/server/db";
 import { ApiError, errorResponse } from "./apiError";
+import { presentError } from "./presentError";
 
-/** Runs a route handler body, turning every failure into the documented error format. */
-export async function handleApi(run: () => Promise<Response>): Promise<Response> {
+/**
+ * Runs a route handler body, turning every failure into the documented error
+ * format, and finishes every error answer (presentError).
+ */
+export async function handleApi(request: Request, run: () => Promise<Response>): Promise<Response> {
+  return presentError(request, await runCatching(run));
+}
+
+async function runCatching(run: () => Promise<Response>): Promise<Response> {
   try {
     return await run();
   } catch (error) {
@@ -10,11 +18,20 @@ export async function handleApi(run: () => Promise<Response>): Promise<Response>
     if (isDatabaseUnavailable(error)) {
       // Prisma's messages quote the calling code; the last line is the cause.
       console.error("database unavailable:", String((error as Error).message).trim().split("\n").at(-1));
-      return errorResponse(503, "service_unavailable", "The service is temporarily unavailable; retry with the same Idempotency-Key.", {
-        headers: { "Retry-After": "2" },
-      });
+      return errorResponse("service_unavailable");
     }
     console.error("unhandled error:", error);
-    return errorResponse(500, "internal_error", "An internal error occurred.");
+    return errorResponse("internal_error");
   }
+}
+
+/** A handler for the methods a route does not serve, e.g. `export const PUT = methodNotAllowed("POST")`. */
+export function methodNotAllowed(allowed: string) {
+  return (request: Request) =>
+    handleApi(request, async () =>
+      errorResponse("method_not_allowed", {
+        message: `${request.method} is not supported here; use ${allowed}.`,
+        headers: { Allow: allowed },
+      }),
+    );
 }

@@ -8,9 +8,9 @@ import { ApiError } from "./apiError";
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
   const contentType = request.headers.get("content-type");
   if (contentType && !/^application\/([\w.+-]*\+)?json\b/i.test(contentType)) {
-    throw new ApiError(415, "unsupported_media_type", "Content-Type must be application/json");
+    throw new ApiError("unsupported_media_type", "Content-Type must be application/json");
   }
-  const tooLarge = () => new ApiError(413, "body_too_large", `Request body must be at most ${maxBytes} bytes`);
+  const tooLarge = () => new ApiError("body_too_large", `Request body must be at most ${maxBytes} bytes`);
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();
 
@@ -21,7 +21,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     for (;;) {
       // A client that hangs up mid-body gets no answer anyway; say so plainly.
       const { done, value } = await reader.read().catch(() => {
-        throw new ApiError(400, "invalid_json", "The request body could not be read (connection closed)");
+        throw new ApiError("invalid_json", "The request body could not be read (connection closed)");
       });
       if (done) break;
       size += value.byteLength;
@@ -38,12 +38,12 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
-    throw new ApiError(400, "invalid_json", "Request body is not valid UTF-8");
+    throw new ApiError("invalid_json", "Request body is not valid UTF-8");
   }
-  if (text.trim() === "") throw new ApiError(400, "invalid_json", "Request body is empty; send a JSON object");
+  if (text.trim() === "") throw new ApiError("invalid_json", "Request body is empty; send a JSON object");
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new ApiError(400, "invalid_json", `Request body is not valid JSON: ${(error as Error).message}`);
+    throw new ApiError("invalid_json", `Request body is not valid JSON: ${(error as Error).message}`);
   }
 }

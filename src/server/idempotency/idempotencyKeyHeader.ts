@@ -1,23 +1,45 @@
-export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-export const MAX_KEY_LENGTH = 64;
+import { parseItem } from "structured-headers";
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "~/server/http/idempotencyProtocol";
+
+export { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH };
 
 export type ParsedKeyHeader = { kind: "absent" } | { kind: "valid"; key: string } | { kind: "invalid"; reason: string };
 
-const PRINTABLE_ASCII = /^[\x20-\x7E]+$/;
+const invalid = (reason: string): ParsedKeyHeader => ({ kind: "invalid", reason });
 
 /**
- * Reads the Idempotency-Key header. The IETF draft writes the key as a
- * structured-field string ("..."); clients such as Stripe's send it bare. Both
- * are accepted and mean the same key.
+ * Reads the Idempotency-Key header (the field value as the server received it).
+ *
+ * The draft defines it as an RFC 9651 Item whose value is a String:
+ * `Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"`, escapes (`\"`, `\\`)
+ * decoded, parameters ignored. Stripe-style clients send the key bare; a value
+ * that does not start with a quote is taken as it is.
+ *
+ * Node joins repeated field lines into one value, `k1, k2`, so a comma outside a
+ * quoted string means two field lines or a list: refused, never taken as the
+ * key "k1, k2" (which would charge as an operation nobody asked for).
  */
 export function parseIdempotencyKeyHeader(value: string | null): ParsedKeyHeader {
   if (value === null) return { kind: "absent" };
-  let key = value.trim();
-  if (key.length >= 2 && key.startsWith('"') && key.endsWith('"')) key = key.slice(1, -1);
-  if (key.length === 0) return { kind: "invalid", reason: "Idempotency-Key must not be empty" };
-  if (key.length > MAX_KEY_LENGTH) {
-    return { kind: "invalid", reason: `Idempotency-Key must be at most ${MAX_KEY_LENGTH} characters (got ${key.length})` };
+  const trimmed = value.trim();
+  if (trimmed.startsWith('"')) return parseStructured(trimmed);
+  if (trimmed.includes(",")) {
+    return invalid(`Send exactly one ${IDEMPOTENCY_KEY_HEADER} field (two field lines or a list arrive joined by ",")`);
   }
-  if (!PRINTABLE_ASCII.test(key)) return { kind: "invalid", reason: "Idempotency-Key must contain printable ASCII characters only" };
-  return { kind: "valid", key };
+  const problem = keyProblem(trimmed);
+  return problem ? invalid(problem) : { kind: "valid", key: trimmed };
+}
+
+function parseStructured(value: string): ParsedKeyHeader {
+  let item: unknown;
+  try {
+    [item] = parseItem(value);
+  } catch (error) {
+    const detail = (error as Error).message.replace(/^Parse error: /, "");
+    const hint = value.includes(",") ? `; send exactly one ${IDEMPOTENCY_KEY_HEADER} field` : "";
+    return invalid(`${IDEMPOTENCY_KEY_HEADER} is not a valid structured-field string (${detail})${hint}`);
+  }
+  if (typeof item !== "string") return invalid(`${IDEMPOTENCY_KEY_HEADER} must be a string`);
+  const problem = keyProblem(item);
+  return problem ? invalid(problem) : { kind: "valid", key: item };
 }

@@ -1,0 +1,45 @@
+import { expect, test } from "@playwright/test";
+import { API_ERROR_CODES, API_ERRORS } from "../src/server/http/errorRegistry";
+
+const apiKey = process.env.TEST_API_KEY!;
+const documented = API_ERROR_CODES.filter((code) => code !== "client_closed_request");
+
+test("/docs renders the API reference with every error code and what to do, loading nothing from elsewhere", async ({ page, baseURL }) => {
+  const foreign: string[] = [];
+  page.on("requestfailed", (r) => {
+    // Blocked by the page's own CSP: never sent.
+    if (new URL(r.url()).origin !== new URL(baseURL!).origin && r.failure()?.errorText !== "csp") foreign.push(r.url());
+  });
+  page.on("requestfinished", (r) => {
+    if (new URL(r.url()).origin !== new URL(baseURL!).origin) foreign.push(r.url());
+  });
+
+  await page.goto("/docs");
+  await expect(page.getByRole("heading", { name: "Create a charge" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Settle an operation by its Idempotency-Key" })).toBeVisible();
+  for (const code of documented) {
+    const entry = page.locator(`[id="section/Errors/${code}"]`);
+    await expect(entry, code).toHaveCount(1);
+    await expect(entry.locator("xpath=..")).toContainText(API_ERRORS[code].advice.slice(0, 40).replace(/`/g, ""));
+  }
+  await page.screenshot({ path: "e2e/artifacts/docs.png" });
+  await page.waitForLoadState("networkidle");
+  expect(foreign, "requests to other origins").toEqual([]);
+});
+
+test("an error's doc_url opens its entry on /docs", async ({ page, request }) => {
+  const answer = await request.post("/api/charges", {
+    headers: { Authorization: `Bearer ${apiKey}`, "Idempotency-Key": "k".repeat(65) },
+    data: { amount_cents: 100, currency: "usd", card_token: "tok_visa" },
+  });
+  expect(answer.status()).toBe(400);
+  const { error } = await answer.json();
+  expect(error.code).toBe("invalid_idempotency_key");
+  expect(answer.headers().link).toContain(error.doc_url);
+
+  await page.goto(error.doc_url);
+  const heading = page.getByRole("heading", { name: /invalid_idempotency_key$/, level: 2 });
+  await expect(heading).toBeInViewport();
+  await expect(page.locator(`[id="section/Errors/invalid_idempotency_key"]`)).toHaveCount(1);
+  await page.screenshot({ path: "e2e/artifacts/docs-error-entry.png" });
+});

@@ -1,0 +1,215 @@
+/**
+ * Every error code of the public API, in ONE list. From it:
+ * - the route handlers take each answer's status, Retry-After and Link (src/server/http/presentError.ts),
+ * - the OpenAPI document and the /docs page describe every code and what a client should do,
+ * - the SDK (src/client) decides which answers to retry.
+ *
+ * This file has no imports and must keep none: the SDK imports it and has to stay
+ * free of server code (env, database) so that it runs in browsers too.
+ */
+
+/** What a client should do about an answer. */
+export type ClientAction =
+  /** Ask again later with the SAME key and body: the outcome is not decided yet, or could not be told. */
+  | "retry"
+  /** Change the request (or the credentials) first; resending it unchanged gets the same answer. */
+  | "fix"
+  /** Final: this operation is over. Anything else is a new operation with a new key. */
+  | "final";
+
+export type ErrorSpec = {
+  status: number;
+  /** A short, constant summary (the `title` of an RFC 9457 problem). */
+  title: string;
+  /** The default `message`; an answer may carry a more specific one. */
+  message: string;
+  action: ClientAction;
+  /** What a client should do, for the documentation. */
+  advice: string;
+  /** Sent as `Retry-After` (seconds) with every answer of this code. */
+  retryAfterSeconds?: number;
+  /** An error about the use of Idempotency-Key: answered with `Link: <doc>; rel="describedby"`, as the draft suggests. */
+  idempotency?: boolean;
+  /** Stored with the operation and replayed (with Idempotent-Replay: true) to every retry. */
+  stored?: boolean;
+};
+
+const RETRY_AFTER_SECONDS = 2;
+
+export const API_ERRORS = {
+  invalid_request: {
+    status: 400,
+    title: "Invalid request",
+    message: "The request body is invalid.",
+    action: "fix",
+    advice: "Fix the fields named in `error.fields`. Nothing was stored, so the corrected request may reuse the key.",
+  },
+  invalid_json: {
+    status: 400,
+    title: "Malformed JSON",
+    message: "The request body is not valid JSON.",
+    action: "fix",
+    advice: "Send one UTF-8 JSON object. Nothing was stored.",
+  },
+  invalid_idempotency_key: {
+    status: 400,
+    title: "Invalid Idempotency-Key",
+    message: "The Idempotency-Key header is invalid.",
+    action: "fix",
+    advice:
+      "Send exactly one Idempotency-Key field: 1 to 64 printable ASCII characters, bare or as a structured-field " +
+      'string (`"..."`). Two field lines, a list or an unbalanced quote are refused, never taken as a key. ' +
+      "Use a UUIDv4 generated once per operation.",
+    idempotency: true,
+  },
+  idempotency_key_required: {
+    status: 400,
+    title: "Idempotency-Key is missing",
+    message: "This endpoint requires an Idempotency-Key header.",
+    action: "fix",
+    advice: "Generate a UUIDv4 for the operation, send it as Idempotency-Key, and reuse it on every retry.",
+    idempotency: true,
+  },
+  unauthorized: {
+    status: 401,
+    title: "Unauthorized",
+    message: "Send a valid API key as `Authorization: Bearer <key>`.",
+    action: "fix",
+    advice: "Check the API key. Nothing was stored; the same key and body may be sent again with valid credentials.",
+  },
+  card_declined: {
+    status: 402,
+    title: "Card declined",
+    message: "The card was declined.",
+    action: "final",
+    advice:
+      "Final, and replayed to every retry with this key. Ask the customer for another card and charge it " +
+      "as a new operation, with a new key.",
+    stored: true,
+  },
+  not_found: {
+    status: 404,
+    title: "Not found",
+    message: "Not found.",
+    action: "final",
+    advice: "The resource does not exist or belongs to another API client.",
+  },
+  method_not_allowed: {
+    status: 405,
+    title: "Method not allowed",
+    message: "This method is not supported here.",
+    action: "fix",
+    advice: "Use a method listed in the `Allow` header.",
+  },
+  request_in_progress: {
+    status: 409,
+    title: "A request is outstanding for this Idempotency-Key",
+    message: "A request with this Idempotency-Key is still being processed; retry later.",
+    action: "retry",
+    advice:
+      "The first request with this key is still running. Wait `Retry-After` seconds and retry with the SAME " +
+      "key and body; never switch to a new key, which would charge again.",
+    retryAfterSeconds: RETRY_AFTER_SECONDS,
+    idempotency: true,
+  },
+  body_too_large: {
+    status: 413,
+    title: "Body too large",
+    message: "The request body is too large.",
+    action: "fix",
+    advice: "Send a smaller body. Nothing was stored.",
+  },
+  unsupported_media_type: {
+    status: 415,
+    title: "Unsupported media type",
+    message: "Content-Type must be application/json.",
+    action: "fix",
+    advice: "Send `Content-Type: application/json`. Nothing was stored.",
+  },
+  idempotency_key_reused: {
+    status: 422,
+    title: "Idempotency-Key is already used",
+    message: "This Idempotency-Key was already used with a different request.",
+    action: "fix",
+    advice:
+      "The key belongs to another request body, or to another API client. Keys must be unique across all " +
+      "clients: use a UUIDv4, never an order number or a counter. A changed request is a new operation with a new key.",
+    idempotency: true,
+  },
+  client_closed_request: {
+    status: 499,
+    title: "Client closed request",
+    message: "The client closed the connection before the request was processed.",
+    action: "retry",
+    advice: "Only seen in server logs: the client had hung up. Nothing was stored or charged.",
+  },
+  internal_error: {
+    status: 500,
+    title: "Internal error",
+    message: "An internal error occurred.",
+    action: "retry",
+    advice: "Retry with the SAME key and body: the server makes that safe. Report it if it persists.",
+  },
+  request_abandoned: {
+    status: 500,
+    title: "Request abandoned",
+    message: "The request was interrupted before it reached the payment gateway; no charge was made.",
+    action: "final",
+    advice:
+      "Final, and replayed (Idempotent-Replay: true) to every retry with this key: no charge was made. " +
+      "To charge, start a new operation with a new key.",
+    stored: true,
+  },
+  gateway_unavailable: {
+    status: 503,
+    title: "Payment gateway unavailable",
+    message: "The payment gateway did not answer; retry with the same Idempotency-Key.",
+    action: "retry",
+    advice:
+      "The charge may or may not have happened. Retry with the SAME key and body after `Retry-After`: " +
+      "the gateway answers a retry with the charge it already made, so nobody is charged twice.",
+    retryAfterSeconds: RETRY_AFTER_SECONDS,
+  },
+  service_unavailable: {
+    status: 503,
+    title: "Service unavailable",
+    message: "The service is temporarily unavailable; retry with the same Idempotency-Key.",
+    action: "retry",
+    advice: "Retry with the SAME key and body after `Retry-After`.",
+    retryAfterSeconds: RETRY_AFTER_SECONDS,
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+export const API_ERROR_CODES = Object.keys(API_ERRORS) as ApiErrorCode[];
+
+export function isApiErrorCode(code: unknown): code is ApiErrorCode {
+  return typeof code === "string" && Object.hasOwn(API_ERRORS, code);
+}
+
+export function errorSpec(code: ApiErrorCode): ErrorSpec {
+  return API_ERRORS[code];
+}
+
+/** Where the API reference is served (src/app/docs). */
+export const DOCS_PATH = "/docs";
+
+/**
+ * The anchor of a code's entry on /docs: Redoc names a `## <code>` heading under
+ * the `# Errors` heading of the OpenAPI description `section/Errors/<code>`.
+ */
+export function docAnchor(code: ApiErrorCode): string {
+  return `section/Errors/${code}`;
+}
+
+/** The code's documentation, relative to the API's origin (`doc_url`, `type`, `Link` resolve it). */
+export function docPath(code: ApiErrorCode): string {
+  return `${DOCS_PATH}#${docAnchor(code)}`;
+}
+
+/**
+ * Statuses that mean "may not have reached the app, ask again" when the answer
+ * carries none of our codes: a proxy's or load balancer's page, a crash page.
+ */
+export const RETRYABLE_STATUSES_WITHOUT_CODE: readonly number[] = [500, 502, 503, 504];
