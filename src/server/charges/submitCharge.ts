@@ -1,4 +1,4 @@
-import { runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
+import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { countChargeRequest } from "~/server/rollout/counters";
 import { getIdempotencyMode } from "~/server/rollout/mode";
@@ -12,9 +12,9 @@ export type ChargeOutcome =
   | { kind: "invalid_request"; fields: Record<string, string[]> }
   | { kind: "invalid_idempotency_key"; message: string }
   | { kind: "idempotency_key_required" }
-  | { kind: "response"; response: StoredResponse; replayed: boolean }
+  | { kind: "response"; response: StoredResponse; replayed: boolean; waited?: boolean }
   /** Another attempt holds the operation, which started at `since`. */
-  | { kind: "in_progress"; since: Date | null }
+  | { kind: "in_progress"; since: Date | null; waited?: boolean }
   | { kind: "key_reused" }
   | { kind: "gateway_unavailable" }
   /** The client hung up before its key was claimed: nothing was stored or charged. */
@@ -30,6 +30,8 @@ export async function submitCharge(args: {
   idempotencyKeyHeader: string | null;
   /** Aborted when the client disconnects. */
   signal?: AbortSignal;
+  /** Prefer: wait, in seconds: how long to wait for an operation found in flight. */
+  waitSeconds?: number;
 }): Promise<ChargeOutcome> {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return { kind: "invalid_idempotency_key", message: key.reason };
@@ -54,17 +56,26 @@ export async function submitCharge(args: {
     apiClientId: args.apiClientId,
     requestHash: requestHash(args.body),
   };
-  const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data));
+  const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
+    waitMs: (args.waitSeconds ?? 0) * 1000,
+    signal: args.signal,
+  });
+  const { waited } = outcome;
   switch (outcome.kind) {
     case "fresh":
-      return { kind: "response", response: outcome.response, replayed: false };
+      return { kind: "response", response: outcome.response, replayed: false, waited };
     case "replay":
-      return { kind: "response", response: outcome.response, replayed: true };
+      return { kind: "response", response: outcome.response, replayed: true, waited };
     case "in_progress":
-      return { kind: "in_progress", since: outcome.since };
+      return { kind: "in_progress", since: outcome.since, waited };
     case "key_reused":
       return { kind: "key_reused" };
     case "unknown_outcome":
       return { kind: "gateway_unavailable" };
   }
+}
+
+/** GET /api/charges?idempotency_key=K: the state of the client's own operation, without resending it. */
+export function findChargeOperation(apiClientId: number, idempotencyKey: string) {
+  return findOperation({ idempotencyKey, route: CHARGES_ROUTE, apiClientId });
 }

@@ -4,9 +4,9 @@
  * records through. Storage (records.ts) and the in-process answers (memory.ts)
  * stay private to this folder.
  */
-export { runIdempotent } from "./runIdempotent";
+export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
-export { pruneExpiredBatch, findRecord } from "./queries";
+export { findOperation, findRecord, pruneExpiredBatch, type OperationState } from "./queries";
 export {
   decodeRecord, displayKey, ImpossibleRecordError, keyFromBytes, keyToBytes, phaseDisplay, phaseWhere, PHASE_DISPLAY,
   type FinishedBy, type IdempotencyRecord, type Phase, type PhaseDisplayKey, type PhaseName,

@@ -19,7 +19,7 @@ import type { ClaimInput, StoredResponse } from "./types";
 type Known = { apiClientId: number; requestHash: string };
 
 const ANSWER_TTL_MS = 60_000;
-const held = new Map<string, Known & { since: Date }>();
+const held = new Map<string, Known & { since: Date; done: Promise<void> }>();
 const answered = new LRUCache<string, Known & { response: StoredResponse }>({ max: 10_000, ttl: ANSWER_TTL_MS });
 
 const mapKey = (claim: ClaimInput) => `${claim.route}\n${claim.idempotencyKey}`;
@@ -43,12 +43,30 @@ export function answerHere(claim: ClaimInput): KnownAnswer | undefined {
 export async function whileHeld<T>(claim: ClaimInput, since: Date, work: () => Promise<T>): Promise<T> {
   if (claim.idempotencyKey === null) return work();
   const key = mapKey(claim);
-  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since });
+  let finished!: () => void;
+  const done = new Promise<void>((r) => (finished = r));
+  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since, done });
   try {
     return await work();
   } finally {
     held.delete(key);
+    finished();
   }
+}
+
+/**
+ * Waits up to `ms` for this process's own work on exactly this request to end
+ * (a retry asking to wait, Prefer: wait). False at once when this process does
+ * not hold it: the caller then polls the record instead.
+ */
+export async function waitForHeldHere(claim: ClaimInput, ms: number): Promise<boolean> {
+  if (claim.idempotencyKey === null) return false;
+  const holding = held.get(mapKey(claim));
+  if (!holding || !sameRequest(holding, claim)) return false;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([holding.done, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+  return true;
 }
 
 /** Remembers the response just stored for a claim, for the retries that follow (never past the record's expiry). */

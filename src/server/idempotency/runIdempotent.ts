@@ -1,5 +1,5 @@
 import { isLockConflictError } from "~/server/db";
-import { answerHere, rememberAnswer, whileHeld } from "./memory";
+import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type IdempotencyRecord } from "./lifecycle";
 import * as records from "./records";
 import type { ClaimInput, HeldClaim, IdempotentOutcome, WorkResult } from "./types";
@@ -41,7 +41,41 @@ export function answerFor(existing: IdempotencyRecord, claim: ClaimInput, now: D
  * Retries of a request this process is working on, or has just finished, are
  * answered from memory, without a round trip (memory.ts).
  */
-export async function runIdempotent(claim: ClaimInput, work: (held: HeldClaim) => Promise<WorkResult>): Promise<IdempotentOutcome> {
+export async function runIdempotent(
+  claim: ClaimInput,
+  work: (held: HeldClaim) => Promise<WorkResult>,
+  { waitMs = 0, signal }: WaitOptions = {},
+): Promise<IdempotentOutcome & { waited: boolean }> {
+  const deadline = Date.now() + waitMs;
+  let outcome = await attempt(claim, work);
+  let waited = false;
+  // Prefer: wait. While another attempt holds the operation, wait for its answer
+  // instead of sending the client away with a 409: on the holder's work when it
+  // is in this process, else by reading the record again, with backoff, holding
+  // no connection while asleep. Each round decides afresh (a released claim is
+  // taken, a complete one replayed), so waiting never bypasses the protocol.
+  for (let pause = FIRST_POLL_MS; outcome.kind === "in_progress" && !signal?.aborted; pause = Math.min(pause * 2, MAX_POLL_MS)) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    waited = true;
+    if (!(await waitForHeldHere(claim, left))) await sleep(Math.min(pause, left));
+    outcome = await attempt(claim, work);
+  }
+  return { ...outcome, waited };
+}
+
+export type WaitOptions = {
+  /** How long a request that finds its operation in flight may wait for the answer (0: answer 409 at once). */
+  waitMs?: number;
+  /** The client hung up: stop waiting. */
+  signal?: AbortSignal;
+};
+
+const FIRST_POLL_MS = 50;
+const MAX_POLL_MS = 1_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<WorkResult>): Promise<IdempotentOutcome> {
   const known = answerHere(claim);
   if (known) return known;
   const claimed = await claimOrAnswer(claim);

@@ -1,19 +1,23 @@
 import { env } from "~/env";
-import { submitCharge, type ChargeOutcome } from "~/server/charges/submitCharge";
+import { findChargeOperation, submitCharge, type ChargeOutcome } from "~/server/charges/submitCharge";
 import { authenticateApiClient } from "~/server/auth/apiClients";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { handleApi, methodNotAllowed } from "~/server/http/handleApi";
-import { REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
+import { keyProblem, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
+import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { IDEMPOTENCY_KEY_HEADER } from "~/server/idempotency/idempotencyKeyHeader";
 
 export const dynamic = "force-dynamic";
 
+const ageSeconds = (since: Date | null) => (since ? Math.max(0, Math.round((Date.now() - since.getTime()) / 1000)) : undefined);
+
 // Statuses, Retry-After and Link come from the error registry (src/server/http/errorRegistry.ts).
-function toResponse(outcome: ChargeOutcome): Response {
+function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
+  const applied = "waited" in outcome && outcome.waited ? preferenceApplied(waitSeconds) : {};
   switch (outcome.kind) {
     case "response":
-      return jsonResponse(outcome.response.status, outcome.response.body, outcome.replayed ? REPLAY_HEADERS : {});
+      return jsonResponse(outcome.response.status, outcome.response.body, { ...(outcome.replayed ? REPLAY_HEADERS : {}), ...applied });
     case "invalid_request":
       return errorResponse("invalid_request", { details: { fields: outcome.fields } });
     case "invalid_idempotency_key":
@@ -21,7 +25,7 @@ function toResponse(outcome: ChargeOutcome): Response {
     case "idempotency_key_required":
       return errorResponse("idempotency_key_required", { message: `This endpoint requires an ${IDEMPOTENCY_KEY_HEADER} header.` });
     case "in_progress":
-      return errorResponse("request_in_progress");
+      return errorResponse("request_in_progress", { details: { age_seconds: ageSeconds(outcome.since) }, headers: applied });
     case "key_reused":
       return errorResponse("idempotency_key_reused");
     case "client_gone":
@@ -37,17 +41,43 @@ export async function POST(request: Request) {
     const client = await authenticateApiClient(request.headers.get("authorization"));
     if (!client) return errorResponse("unauthorized");
     const body = await readJsonBody(request, env.MAX_BODY_BYTES);
+    const waitSeconds = preferredWaitSeconds(request.headers.get("prefer"));
     const outcome = await submitCharge({
       apiClientId: client.id,
       body,
       idempotencyKeyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
       signal: request.signal,
+      waitSeconds,
     });
-    return toResponse(outcome);
+    return toResponse(outcome, waitSeconds);
   });
 }
 
-export const GET = methodNotAllowed("POST");
-export const PUT = methodNotAllowed("POST");
-export const PATCH = methodNotAllowed("POST");
-export const DELETE = methodNotAllowed("POST");
+/**
+ * GET /api/charges?idempotency_key=K: settles what happened to an operation
+ * without resending it (a client whose deadline ran out, say). Complete: the
+ * stored answer, exactly as a replay gives it; in flight: 409 with its age;
+ * anything else, another client's key included: 404.
+ */
+export async function GET(request: Request) {
+  return handleApi(request, async () => {
+    const client = await authenticateApiClient(request.headers.get("authorization"));
+    if (!client) return errorResponse("unauthorized");
+    const key = new URL(request.url).searchParams.get("idempotency_key");
+    const problem = key === null ? "Send the operation's key as ?idempotency_key=..." : keyProblem(key);
+    if (problem || key === null) return errorResponse("invalid_idempotency_key", { message: problem });
+    const operation = await findChargeOperation(client.id, key);
+    switch (operation.kind) {
+      case "complete":
+        return jsonResponse(operation.response.status, operation.response.body, REPLAY_HEADERS);
+      case "in_progress":
+        return errorResponse("request_in_progress", { details: { age_seconds: ageSeconds(operation.since) } });
+      case "unknown":
+        return errorResponse("not_found", { message: "No operation with this Idempotency-Key." });
+    }
+  });
+}
+
+export const PUT = methodNotAllowed("GET, POST");
+export const PATCH = methodNotAllowed("GET, POST");
+export const DELETE = methodNotAllowed("GET, POST");
