@@ -1,12 +1,16 @@
 /**
- * `npm test`: every test, against real services. Its own databases
- * (charges_test, charges_test_gateway) are dropped and re-created, the
- * production build is made, the simulated gateway and the app are started, then
- * the API/integration tests (node:test) and the browser tests (Playwright) run.
+ * `npm test`: every test, in two tiers. First the unit tier (test/unit: no
+ * database, no server; also `npm run test:unit`). Then, against real services,
+ * with its own databases (charges_test, charges_test_gateway) dropped and
+ * re-created: the production build is made, the simulated gateway and the app
+ * are started, and the integration tests (test/*.test.ts, node:test), a short
+ * randomized fault run (scripts/faults.ts) and the browser tests (Playwright)
+ * run. It ends with a reconciliation of the whole run's ledger.
  *
  *   npm test                 everything
  *   npm test -- test/sweep   only the node:test files whose path contains "test/sweep"
  *   npm test -- e2e          only the browser tests
+ *   npm test -- faults       only the fault run
  *   npm test -- --no-build   reuse the last production build (while iterating on tests)
  */
 import { readdirSync } from "node:fs";
@@ -14,16 +18,29 @@ import path from "node:path";
 import { loadDotEnv, root, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
-import { run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
+import { bin, run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
 
 loadDotEnv();
 const config = testConfig();
 const args = process.argv.slice(2);
 const build = !args.includes("--no-build");
 const filters = args.filter((a) => a !== "--no-build");
-const nodeFilters = filters.filter((f) => !f.startsWith("e2e"));
+const nodeFilters = filters.filter((f) => !f.startsWith("e2e") && f !== "faults");
 const runNodeTests = filters.length === 0 || nodeFilters.length > 0;
+const runFaults = filters.length === 0 || filters.includes("faults");
 const runBrowserTests = filters.length === 0 || filters.some((f) => f.startsWith("e2e"));
+/** The short fault run of every `npm test` (`npm run test:faults -- --duration 900` runs long). */
+const FAULT_RUN_SECONDS = "100";
+
+const testFiles = (dir: string) =>
+  readdirSync(path.join(root, dir))
+    .filter((f) => f.endsWith(".test.ts"))
+    .map((f) => `${dir}/${f}`)
+    .filter((f) => nodeFilters.length === 0 || nodeFilters.some((filter) => f.includes(filter)));
+
+// The unit tier first: seconds, no services, and it fails fast.
+const unitFiles = testFiles("test/unit");
+if (runNodeTests && unitFiles.length > 0) await run(process.execPath, ["--import", "tsx", "--test", ...unitFiles]);
 
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
@@ -70,13 +87,16 @@ try {
   services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, quiet: true }));
   services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
 
-  // test/unit/ holds the pure tests (no server, no database); they run here too.
-  const files = ["test", "test/unit"]
-    .flatMap((dir) => readdirSync(path.join(root, dir)).filter((f) => f.endsWith(".test.ts")).map((f) => `${dir}/${f}`))
-    .filter((f) => nodeFilters.length === 0 || nodeFilters.some((filter) => f.includes(filter)));
-  if (runNodeTests) {
+  const files = testFiles("test");
+  if (runNodeTests && files.length > 0) {
     // One file at a time: the fault tests kill and restart servers.
     await run(process.execPath, [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
+      failures.push(String(e)),
+    );
+  }
+  if (runFaults) {
+    // Its own stack (private MariaDB, gateway, two app instances, sweeper); prints the seed that replays it.
+    await run(bin("tsx"), [...SERVER_CODE_FLAGS, "scripts/faults.ts", "--duration", FAULT_RUN_SECONDS, "--no-build"]).catch((e) =>
       failures.push(String(e)),
     );
   }

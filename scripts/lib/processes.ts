@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { openSync } from "node:fs";
 import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "../..");
-const bin = (name: string) => path.join(root, "node_modules/.bin", name);
+export const bin = (name: string) => path.join(root, "node_modules/.bin", name);
 
 type Env = Record<string, string | undefined>;
 
@@ -45,18 +46,28 @@ async function answers(url: string): Promise<boolean> {
   );
 }
 
-async function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, quiet: boolean) {
+/**
+ * Where a service's output goes: the terminal; with `quiet`, only its errors;
+ * with `log`, everything appended to that file (fault runs, whose services
+ * warn on every injected fault).
+ */
+export type Output = { quiet?: boolean; log?: string };
+function stdio({ quiet = false, log }: Output): StdioOptions {
+  if (log) {
+    const fd = openSync(log, "a");
+    return ["ignore", fd, fd];
+  }
+  return ["ignore", quiet ? "ignore" : "inherit", "inherit"];
+}
+
+async function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, output: Output) {
   if (await answers(healthUrl)) throw new Error(`${name}: ${baseUrl} already answers; stop the process left on that port first`);
-  const child = spawn(command, args, {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", quiet ? "ignore" : "inherit", "inherit"],
-  });
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: stdio(output) });
   return { service: { name, url: baseUrl, child, stop: () => stopChild(child) } as Service, ready: waitForHttp(healthUrl, 120_000, child) };
 }
 
 /** The simulated payment gateway, on its own port with its own database. */
-export async function startGateway(opts: { port: number; databaseUrl: string; quiet?: boolean }): Promise<Service> {
+export async function startGateway(opts: { port: number; databaseUrl: string } & Output): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
   const { service, ready } = await startService(
     "gateway",
@@ -65,14 +76,14 @@ export async function startGateway(opts: { port: number; databaseUrl: string; qu
     { GATEWAY_PORT: String(opts.port), GATEWAY_DATABASE_URL: opts.databaseUrl },
     `${url}/health`,
     url,
-    opts.quiet ?? false,
+    opts,
   );
   await ready;
   return service;
 }
 
 /** The Next.js app from the production build (`next build` must have run). */
-export async function startApp(opts: { port: number; env: Env; quiet?: boolean }): Promise<Service> {
+export async function startApp(opts: { port: number; env: Env } & Output): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
   const { service, ready } = await startService(
     "app",
@@ -81,7 +92,7 @@ export async function startApp(opts: { port: number; env: Env; quiet?: boolean }
     opts.env,
     `${url}/api/health`,
     url,
-    opts.quiet ?? false,
+    opts,
   );
   await ready;
   return service;
@@ -93,11 +104,11 @@ export async function startApp(opts: { port: number; env: Env; quiet?: boolean }
  */
 export const SERVER_CODE_FLAGS = ["--conditions=react-server"];
 
-export function startSweeper(env: Env): Service {
+export function startSweeper(env: Env, output: Output = {}): Service {
   const child = spawn(bin("tsx"), [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts"], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: "inherit",
+    stdio: stdio(output),
   });
   return {
     name: "sweeper",

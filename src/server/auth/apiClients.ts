@@ -1,13 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { env } from "~/env";
 import type { ApiClient } from "~/generated/prisma/client";
 import { db } from "~/server/db";
+import { hashApiKey } from "./apiKeyHash";
 
-/** API keys are 192 random bits, so a plain sha256 is a safe way to store them. */
-export function hashApiKey(apiKey: string): string {
-  return createHash("sha256").update(apiKey).digest("hex");
-}
+export { hashApiKey };
 
 export async function createApiClient(name: string) {
   const apiKey = `sk_test_${randomBytes(24).toString("base64url")}`;

@@ -1,0 +1,86 @@
+/**
+ * The randomized fault run: `npm run test:faults -- [--duration 900] [--seed N] [--rate 8] [--no-build]`.
+ *
+ * A seeded plan (fast-check) of client operations (fresh keys, retries,
+ * another body or another client under a used key, keyless requests; SDK
+ * clients with short timeouts) and gateway behaviours (fast, slower than the
+ * client, slower than the gateway timeout, errors, charged-then-error,
+ * declines), run over the real stack (two app instances, the sweeper, the
+ * simulated gateway, a private MariaDB) while faults strike: app instances
+ * SIGKILLed and restarted, MariaDB killed and restarted, deadlocks forced on
+ * completions, keys expiring mid-flight, extra sweeps and prunes at once.
+ * Then a final sweep, the ledger reconciliation and the invariants; every
+ * answer a client saw must agree with the ledger. Prints the seed; exits 1 on
+ * any violation. `npm test` runs a short one.
+ */
+import { randomInt, randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
+import { loadDotEnv } from "./lib/config";
+import { makePlan } from "./lib/faults/plan";
+import { executePlan } from "./lib/faults/run";
+import { RUN_TIMINGS, startFaultStack } from "./lib/faults/stack";
+import { run } from "./lib/processes";
+
+loadDotEnv();
+const { values } = parseArgs({
+  options: {
+    duration: { type: "string", default: "90" },
+    seed: { type: "string" },
+    rate: { type: "string", default: "6" },
+    "no-build": { type: "boolean", default: false },
+  },
+});
+const durationMs = Number(values.duration) * 1000;
+const rate = Number(values.rate);
+const seed = values.seed === undefined ? randomInt(2 ** 31) : Number(values.seed);
+if (!Number.isFinite(durationMs) || durationMs <= 0 || !Number.isFinite(rate) || rate <= 0 || !Number.isInteger(seed)) {
+  console.error("usage: npm run test:faults -- [--duration <seconds>] [--rate <ops/s>] [--seed <integer>] [--no-build]");
+  process.exit(2);
+}
+
+const plan = makePlan(seed, durationMs, rate);
+console.log(`fault run: seed ${seed} (replay with --seed ${seed}), ${plan.operations.length} operations over ${durationMs / 1000} s, ` +
+  `${plan.faults.length} faults`);
+
+if (!values["no-build"]) await run("next", ["build"], { NODE_ENV: "production" });
+const stack = await startFaultStack();
+let exitCode = 1;
+try {
+  // This process reads the run's database and gateway (final sweep, reconciliation, checks).
+  Object.assign(process.env, stack.env);
+  const since = new Date(Date.now() - 1_000);
+  const result = await executePlan(plan, stack, `f${seed}-${randomUUID().slice(0, 6)}`);
+
+  // The end of the run: no more faults. Let the last leases end, then finish everything left.
+  await stack.stopSweeper();
+  const { runSweep } = await import("~/server/sweep/runSweep");
+  const { db, disconnectDatabase } = await import("~/server/db");
+  await new Promise((r) => setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500));
+  for (let round = 0; round < 5 && (await db.idempotentRequest.count({ where: { state: "in_progress" } })) > 0; round++) {
+    await runSweep({ reapAfterMs: 0, reconcile: false });
+  }
+  const { verifyRun } = await import("./lib/faults/verify");
+  const verdict = await verifyRun(result.observations, since);
+
+  const byStatus: Record<string, number> = {};
+  const byKind: Record<string, number> = {};
+  for (const o of result.observations) {
+    const label = o.status ? `${o.status}${o.code ? ` ${o.code}` : ""}${o.replayed ? " (replay)" : ""}` : (o.problem ?? "no answer");
+    byStatus[label] = (byStatus[label] ?? 0) + 1;
+    byKind[o.kind] = (byKind[o.kind] ?? 0) + 1;
+  }
+  console.log(`\nfault run finished in ${Math.round(result.durationMs / 1000)} s (seed ${seed})`);
+  console.log(`operations ${result.observations.length}: ${JSON.stringify(byKind)}`);
+  console.log(`answers: ${JSON.stringify(byStatus)}`);
+  console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
+  console.log(`ledger: gateway charges ${verdict.report.gatewayCharges}, app charges ${verdict.report.appCharges}, ` +
+    `repaired by the closing reconciliation ${verdict.report.repaired}`);
+  console.log(`violations: ${verdict.violations.length}`);
+  for (const v of verdict.violations.slice(0, 50)) console.log(`  ${v}`);
+  if (verdict.violations.length > 0) console.log(`logs of the run's services: ${stack.logs}`);
+  exitCode = verdict.violations.length === 0 ? 0 : 1;
+  await disconnectDatabase();
+} finally {
+  await stack.stop();
+}
+process.exit(exitCode);

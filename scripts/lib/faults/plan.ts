@@ -1,0 +1,96 @@
+/**
+ * The plan of a randomized fault run, generated from one seed with fast-check:
+ * which operations the clients send, how the gateway behaves for each, and
+ * which faults strike when. The same seed gives the same plan (`--seed`
+ * replays a failure); timing on a shared machine varies, the plan does not.
+ */
+import fc from "fast-check";
+
+/** How the simulated gateway treats one charge (its card token). */
+export const GATEWAY_BEHAVIOURS = {
+  fast: "tok_visa",
+  /** Slower than the client's attempt timeout, within the app's gateway timeout. */
+  slower_than_client: "tok_slow_1000",
+  /** Slower than GATEWAY_TIMEOUT_MS: the app gives up, the gateway charges anyway. */
+  slower_than_gateway_timeout: "tok_slow_2200",
+  /** 500, nothing charged. */
+  error: "tok_error",
+  /** Charged, then 500: the money moved and the app was not told. */
+  charge_then_error: "tok_charge_then_error",
+  decline: "tok_declined",
+} as const;
+export type GatewayBehaviour = keyof typeof GATEWAY_BEHAVIOURS;
+
+export type OperationKind =
+  /** A new operation: a new key, sent through the SDK (which retries with the same key). */
+  | "fresh"
+  /** An earlier operation sent again, same key and body (a client process that restarted and resumed it). */
+  | "retry"
+  /** An earlier operation's key with another body: 422 for it, never a charge of its own. */
+  | "other_body"
+  /** An earlier operation's key from the other API client: keys are global, so 422. */
+  | "other_client"
+  /** No key at all: one attempt, its own operation. */
+  | "keyless";
+
+export type PlannedOperation = {
+  at: number;
+  kind: OperationKind;
+  /** For retry / other_body / other_client: which earlier fresh operation (an index into the fresh ones). */
+  of: number;
+  behaviour: GatewayBehaviour;
+  client: 0 | 1;
+  instance: 0 | 1;
+  amountCents: number;
+  attemptTimeoutMs: number;
+  preferWaitSeconds: number;
+};
+
+export type FaultKind = "kill_app" | "kill_database" | "deadlocks" | "expire_in_flight" | "sweep_and_prune";
+export type PlannedFault = { at: number; kind: FaultKind; instance: 0 | 1; downMs: number; count: number };
+
+export type Plan = { seed: number; operations: PlannedOperation[]; faults: PlannedFault[] };
+
+const operation = fc.record({
+  kind: fc.constantFrom<OperationKind>("fresh", "fresh", "fresh", "fresh", "retry", "retry", "other_body", "other_client", "keyless", "keyless"),
+  of: fc.nat(),
+  behaviour: fc.constantFrom<GatewayBehaviour>(
+    "fast", "fast", "fast", "fast", "slower_than_client", "slower_than_gateway_timeout", "error", "charge_then_error", "decline",
+  ),
+  client: fc.constantFrom<0 | 1>(0, 1),
+  instance: fc.constantFrom<0 | 1>(0, 1),
+  amountCents: fc.integer({ min: 100, max: 99_999 }),
+  attemptTimeoutMs: fc.constantFrom(700, 1_500, 3_000),
+  preferWaitSeconds: fc.constantFrom(0, 0, 1, 2),
+});
+
+const fault = fc.record({
+  kind: fc.constantFrom<FaultKind>("kill_app", "kill_app", "kill_database", "deadlocks", "deadlocks", "expire_in_flight", "expire_in_flight", "sweep_and_prune"),
+  instance: fc.constantFrom<0 | 1>(0, 1),
+  downMs: fc.integer({ min: 300, max: 2_500 }),
+  count: fc.integer({ min: 1, max: 6 }),
+  gapMs: fc.integer({ min: 4_000, max: 12_000 }),
+});
+
+/** `rate` operations a second for `durationMs`, with a fault every 4-12 s (none in the first and last 5 s). */
+export function makePlan(seed: number, durationMs: number, rate: number): Plan {
+  const count = Math.max(1, Math.round((durationMs / 1000) * rate));
+  const [ops] = fc.sample(fc.array(operation, { minLength: count, maxLength: count }), { seed, numRuns: 1 });
+  const [faultDraws] = fc.sample(fc.array(fault, { minLength: 1_000, maxLength: 1_000 }), { seed: seed + 1, numRuns: 1 });
+  let fresh = 0;
+  const operations = ops!.map((op, i): PlannedOperation => {
+    // The first operation has nothing to refer to, nor does anything before the first fresh one.
+    const kind = fresh === 0 && op.kind !== "keyless" ? "fresh" : op.kind;
+    const planned = { ...op, kind, at: Math.round((i / rate) * 1000), of: kind === "fresh" ? fresh : op.of % Math.max(1, fresh) };
+    if (kind === "fresh") fresh += 1;
+    return planned;
+  });
+  const faults: PlannedFault[] = [];
+  for (let t = 5_000, i = 0; i < faultDraws!.length; i++) {
+    const { gapMs, ...f } = faultDraws![i]!;
+    if (t > durationMs - 5_000) break;
+    faults.push({ ...f, at: t });
+    t += gapMs;
+  }
+  return { seed, operations, faults };
+}

@@ -1,0 +1,185 @@
+/**
+ * Executes a plan against a fault stack: each operation as a client would send
+ * it (the SDK, with short timeouts and retries, for keyed operations), each
+ * fault at its time, and records what every client saw.
+ */
+import * as mariadb from "mariadb";
+import { ChargeDeadlineError, ChargesClient } from "~/client";
+import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type PlannedOperation } from "./plan";
+import type { FaultStack } from "./stack";
+
+export type Observation = {
+  index: number;
+  kind: PlannedOperation["kind"];
+  client: 0 | 1;
+  key: string | null;
+  body: ChargeBody;
+  /** The final answer, when there was one (else the deadline passed or the connection failed). */
+  status?: number;
+  code?: string;
+  chargeId?: string;
+  gatewayChargeId?: string;
+  replayed?: boolean;
+  problem?: string;
+};
+
+type ChargeBody = { amount_cents: number; currency: string; card_token: string; customer_id: string };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function executePlan(plan: Plan, stack: FaultStack, runId: string) {
+  const started = Date.now();
+  const fresh: { key: string; body: ChargeBody; client: 0 | 1 }[] = [];
+  const observations: Observation[] = [];
+  const faultsDone: Record<FaultKind, number> = { kill_app: 0, kill_database: 0, deadlocks: 0, expire_in_flight: 0, sweep_and_prune: 0 };
+  const effects = { deadlocksForced: 0 };
+  const inFlight: Promise<void>[] = [];
+
+  const faultLoop = (async () => {
+    for (const fault of plan.faults) {
+      await sleep(Math.max(0, started + fault.at - Date.now()));
+      await strike(fault, stack, effects).catch((e) => console.error(`fault ${fault.kind} failed: ${(e as Error).message}`));
+      faultsDone[fault.kind] += 1;
+    }
+  })();
+
+  for (const [index, op] of plan.operations.entries()) {
+    await sleep(Math.max(0, started + op.at - Date.now()));
+    let key: string | null;
+    let body: ChargeBody;
+    let client = op.client;
+    if (op.kind === "fresh") {
+      key = `${runId}-${index}`;
+      body = { amount_cents: op.amountCents, currency: "usd", card_token: GATEWAY_BEHAVIOURS[op.behaviour], customer_id: `cus_${runId}_${index}` };
+      fresh.push({ key, body, client });
+    } else if (op.kind === "keyless") {
+      key = null;
+      body = { amount_cents: op.amountCents, currency: "usd", card_token: GATEWAY_BEHAVIOURS[op.behaviour], customer_id: `cus_${runId}_${index}` };
+    } else {
+      const original = fresh[op.of]!;
+      key = original.key;
+      body = op.kind === "other_body" ? { ...original.body, amount_cents: original.body.amount_cents + 1 } : original.body;
+      client = op.kind === "other_client" ? ((1 - original.client) as 0 | 1) : original.client;
+    }
+    const observation: Observation = { index, kind: op.kind, client, key, body };
+    observations.push(observation);
+    inFlight.push(send(op, observation, stack).catch((e) => void (observation.problem = String(e))));
+  }
+  await Promise.all(inFlight);
+  await faultLoop;
+  return { observations, faultsDone, ...effects, durationMs: Date.now() - started };
+}
+
+/** One operation as its client sends it. */
+async function send(op: PlannedOperation, o: Observation, stack: FaultStack) {
+  const baseUrl = stack.appUrls[op.instance]!;
+  const apiKey = stack.apiKeys[o.client]!;
+  if (o.key !== null && (op.kind === "fresh" || op.kind === "retry")) {
+    const client = new ChargesClient({
+      baseUrl,
+      apiKey,
+      attemptTimeoutMs: op.attemptTimeoutMs,
+      deadlineMs: 20_000,
+      preferWaitSeconds: op.preferWaitSeconds,
+    });
+    try {
+      const result = await client.createCharge(o.body, { idempotencyKey: o.key });
+      o.status = result.status;
+      o.replayed = result.replayed;
+      if (result.ok) {
+        o.chargeId = result.charge.id;
+        o.gatewayChargeId = result.charge.gateway_charge_id;
+      } else {
+        o.code = result.error.code;
+        if (typeof result.error.charge === "string") o.chargeId = result.error.charge;
+      }
+    } catch (error) {
+      o.problem = error instanceof ChargeDeadlineError ? "deadline" : String(error);
+    }
+    return;
+  }
+  // A reuse of another operation's key, or a keyless request: one attempt, no retry.
+  try {
+    const res = await fetch(new URL("/api/charges", baseUrl), {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${apiKey}`,
+        "Content-Type": "application/json",
+        ...(o.key === null ? {} : { "Idempotency-Key": o.key }),
+      },
+      body: JSON.stringify(o.body),
+      signal: AbortSignal.timeout(op.attemptTimeoutMs),
+    });
+    const json = (await res.json().catch(() => ({}))) as { id?: string; gateway_charge_id?: string; error?: { code?: string; charge?: string } };
+    o.status = res.status;
+    o.replayed = res.headers.get("idempotent-replay") === "true";
+    o.code = json.error?.code;
+    o.chargeId = json.id ?? json.error?.charge;
+    o.gatewayChargeId = json.gateway_charge_id;
+  } catch (error) {
+    o.problem = (error as Error).name;
+  }
+}
+
+async function privateDatabase(stack: FaultStack) {
+  return mariadb.createConnection({ host: "127.0.0.1", port: stack.database.port, user: "root", database: "charges_faults" });
+}
+
+async function strike(fault: PlannedFault, stack: FaultStack, effects: { deadlocksForced: number }) {
+  switch (fault.kind) {
+    case "kill_app":
+      return stack.crashApp(fault.instance, fault.downMs);
+    case "kill_database":
+      return stack.crashDatabase(fault.downMs);
+    case "deadlocks":
+      for (let i = 0; i < fault.count; i++) effects.deadlocksForced += await closeLockCycles(stack);
+      return;
+    case "expire_in_flight": {
+      // Keys expiring mid-flight: an in-progress record past its lifetime must still be finished, never deleted.
+      const conn = await privateDatabase(stack);
+      await conn.query(
+        `UPDATE idempotent_requests SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND
+          WHERE state = 'in_progress' ORDER BY id DESC LIMIT ?`,
+        [fault.count * 3],
+      );
+      await conn.end();
+      return;
+    }
+    case "sweep_and_prune": {
+      // Beside the background sweeper: more sweeps and prunes at the same time.
+      const { runSweep } = await import("~/server/sweep/runSweep");
+      const { pruneExpired } = await import("~/server/sweep/pruneExpired");
+      await Promise.all([runSweep(), runSweep({ reconcile: false }), pruneExpired()]);
+      return;
+    }
+  }
+}
+
+/**
+ * Forces deadlocks on completions: an outside transaction, heavier than any
+ * completion (ballast rows), holds the API client rows that a charge INSERT's
+ * foreign-key check needs, then asks for the in-progress records, which a
+ * completion locks first. Every completion caught between the two is a
+ * deadlock victim (1213) and must be retried whole, never half-committed.
+ */
+async function closeLockCycles(stack: FaultStack): Promise<number> {
+  const conn = await privateDatabase(stack);
+  const deadlocks = async () => Number(((await conn.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) as { Value: string }[])[0]?.Value ?? 0);
+  try {
+    const before = await deadlocks();
+    await conn.query("CREATE TABLE IF NOT EXISTS fault_ballast (n INT) ENGINE=InnoDB");
+    await conn.query("SET SESSION innodb_lock_wait_timeout = 2");
+    await conn.query("BEGIN");
+    await conn.query(`INSERT INTO fault_ballast VALUES ${Array.from({ length: 300 }, (_, i) => `(${i})`).join(",")}`);
+    await conn.query("SELECT id FROM api_clients ORDER BY id FOR UPDATE");
+    await sleep(250);
+    const inProgress: { id: bigint }[] = await conn.query("SELECT id FROM idempotent_requests WHERE state = 'in_progress' ORDER BY id DESC LIMIT 20");
+    if (inProgress.length > 0) {
+      await conn.query(`SELECT id FROM idempotent_requests WHERE id IN (${inProgress.map((r) => r.id).join(",")}) FOR UPDATE`).catch(() => {});
+    }
+    await conn.query("ROLLBACK");
+    return (await deadlocks()) - before;
+  } finally {
+    await conn.end().catch(() => {});
+  }
+}

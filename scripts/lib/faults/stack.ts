@@ -1,0 +1,107 @@
+/**
+ * The stack a fault run owns: a private MariaDB for the app (so the run can
+ * kill it), the simulated gateway with its state on the main server (as a real
+ * provider's is elsewhere), two instances of the production build and the
+ * background sweeper, with the timings shortened so that leases end, records
+ * are reaped and the ledger is reconciled many times in a run.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import * as mariadb from "mariadb";
+import { hashApiKey } from "~/server/auth/apiKeyHash";
+import { root, testSlot } from "../config";
+import { createDatabase, PrivateMariaDb } from "../mariadbServer";
+import { applyMigrations } from "../migrate";
+import { startApp, startGateway, startSweeper, type Service } from "../processes";
+
+export const RUN_TIMINGS = {
+  GATEWAY_TIMEOUT_MS: "1500",
+  LEASE_MARGIN_MS: "500",
+  REAP_AFTER_MS: "4000",
+  SWEEP_INTERVAL_MS: "1000",
+  RECONCILE_INTERVAL_MS: "5000",
+  DATABASE_POOL_SIZE: "10",
+};
+
+function withDatabase(url: string, name: string) {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export type FaultStack = Awaited<ReturnType<typeof startFaultStack>>;
+
+export async function startFaultStack() {
+  const suffix = testSlot === 0 ? "" : String(testSlot);
+  const dbPort = 3330 + testSlot;
+  const database = new PrivateMariaDb(path.join(root, `.data/faults-mariadb${suffix}`), dbPort);
+  const databaseUrl = `mysql://root@127.0.0.1:${dbPort}/charges_faults`;
+  const main = process.env.DATABASE_URL ?? "mysql://root@127.0.0.1:3306/charges";
+  const gatewayDatabaseUrl = withDatabase(main, `charges_faults${suffix}_gateway`);
+  const gatewayPort = 4110 + 20 * testSlot + 10;
+  const appPorts = [3100 + 20 * testSlot + 10, 3100 + 20 * testSlot + 11] as const;
+
+  await database.start();
+  await createDatabase(databaseUrl, { dropFirst: true });
+  await applyMigrations(databaseUrl);
+  await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
+
+  // Two API clients, so that a key can be tried by another client.
+  const apiKeys = [0, 1].map(() => `sk_test_${randomBytes(24).toString("base64url")}`);
+  const conn = await mariadb.createConnection({ host: "127.0.0.1", port: dbPort, user: "root", database: "charges_faults" });
+  for (const [i, key] of apiKeys.entries()) {
+    await conn.query("INSERT INTO api_clients (name, key_hash, key_prefix) VALUES (?, ?, ?)", [`fault client ${i}`, hashApiKey(key), key.slice(0, 12)]);
+  }
+  await conn.end();
+
+  const env = {
+    NODE_ENV: "test",
+    DATABASE_URL: databaseUrl,
+    GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
+    SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+    ...RUN_TIMINGS,
+  };
+  const logs = path.join(root, `.data/faults-logs${suffix}`);
+  mkdirSync(logs, { recursive: true });
+  const log = (name: string) => ({ log: path.join(logs, `${name}.log`) });
+  const gateway = await startGateway({ port: gatewayPort, databaseUrl: gatewayDatabaseUrl, ...log("gateway") });
+  const apps: Service[] = [];
+  for (const [i, port] of appPorts.entries()) apps.push(await startApp({ port, env, ...log(`app-${i}`) }));
+  let sweeper = startSweeper(env, log("sweeper"));
+
+  return {
+    env,
+    logs,
+    database,
+    databaseUrl,
+    gatewayDatabaseUrl,
+    apiKeys,
+    appUrls: appPorts.map((p) => `http://127.0.0.1:${p}`),
+    /** SIGKILL one instance, and start it again after `downMs`. */
+    async crashApp(instance: 0 | 1, downMs: number) {
+      apps[instance]!.child.kill("SIGKILL");
+      await new Promise((r) => setTimeout(r, downMs));
+      apps[instance] = await startApp({ port: appPorts[instance], env, ...log(`app-${instance}`) });
+    },
+    /** SIGKILL MariaDB, and start it again after `downMs`. */
+    async crashDatabase(downMs: number) {
+      await database.kill();
+      await new Promise((r) => setTimeout(r, downMs));
+      await database.start();
+    },
+    async restartSweeper() {
+      await sweeper.stop();
+      sweeper = startSweeper(env, log("sweeper"));
+    },
+    async stopSweeper() {
+      await sweeper.stop();
+    },
+    async stop() {
+      await sweeper.stop();
+      for (const app of apps) await app.stop();
+      await gateway.stop();
+      await database.stop();
+    },
+  };
+}
