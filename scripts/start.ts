@@ -12,6 +12,13 @@ loadDotEnv();
 const config = devConfig();
 Object.assign(process.env, config.env);
 
+function gatewayDescription(): string {
+  const simulator = `http://127.0.0.1:${config.gatewayPort} (simulated)`;
+  if (config.env.GATEWAY !== "stripe") return simulator;
+  const base = process.env.STRIPE_API_BASE;
+  return base ? `Stripe adapter -> ${base === config.env.GATEWAY_URL ? simulator : base}` : "Stripe adapter -> api.stripe.com";
+}
+
 const privateDb = await prepareDatabase(config.databaseUrl);
 await createDatabase(config.gatewayDatabaseUrl);
 const { seedDemo } = await import("./lib/seed");
@@ -36,7 +43,7 @@ try {
 Charges is running.
   API        ${app.url}/api/charges
   Dashboard  ${app.url}/admin
-  Gateway    http://127.0.0.1:${config.gatewayPort} (simulated)
+  Gateway    ${gatewayDescription()}
 
 Demo API key (shown once; rotated on every start):
   ${demo.apiKey}

@@ -10,7 +10,7 @@
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { loadDotEnv, root, testConfig } from "./lib/config";
+import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
 import { run, startApp, startGateway, type Service } from "./lib/processes";
@@ -47,7 +47,9 @@ const testEnv = {
 const services: Service[] = [];
 const failures: string[] = [];
 try {
-  services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, quiet: true }));
+  const gatewayOpts = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, searchLagMs: TEST_SEARCH_LAG_MS };
+  services.push(await startGateway({ ...gatewayOpts, quiet: true }));
+  console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
   services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
 
   const files = readdirSync(path.join(root, "test"))

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { env } from "~/env";
 import { runSweep } from "~/server/sweep/runSweep";
 import {
-  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance, tally, uniqueKey, waitFor,
+  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance, tally, uniqueKey,
+  untilGatewayShowsCharge, waitFor,
 } from "./helpers";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 1;
@@ -33,6 +35,7 @@ describe("the app is killed mid-charge", () => {
       const early = await postCharge({ apiKey, key, body, baseUrl: URL_B });
       assert.equal(early.status, 409, "still owned by the dead process until the sweep");
 
+      await untilGatewayShowsCharge(await record(key));
       const run = await runSweep({ reapAfterMs: 0 });
       assert.equal(run.reconciled, 1);
       const done = await record(key);
@@ -58,7 +61,8 @@ describe("the app is killed mid-charge", () => {
     const blackHole: Server = createServer((s) => sockets.push(s));
     await new Promise<void>((r) => blackHole.listen(0, "127.0.0.1", r));
     const port = (blackHole.address() as { port: number }).port;
-    const app = await startAppInstance(PORT, { GATEWAY_URL: `http://127.0.0.1:${port}` });
+    const blackHoleUrl = `http://127.0.0.1:${port}`;
+    const app = await startAppInstance(PORT, { GATEWAY_URL: blackHoleUrl, STRIPE_API_BASE: blackHoleUrl });
     const key = uniqueKey("crash-early");
     const body = chargeBody();
     const inFlight = postCharge({ apiKey, key, body, baseUrl: URL_B }).catch((e: Error) => e);
@@ -68,6 +72,10 @@ describe("the app is killed mid-charge", () => {
     for (const s of sockets) s.destroy();
     blackHole.close();
 
+    // A gateway whose lookup lags (Stripe's search) answers "unproven" until its
+    // consistency window has passed since the last attempt; the simulator's own
+    // protocol proves "never charged" at once. Either way the sweep never guesses.
+    await new Promise((r) => setTimeout(r, env.STRIPE_SEARCH_CONSISTENCY_MS));
     const run = await runSweep({ reapAfterMs: 0 });
     assert.ok(run.reaped >= 1);
     const retry = await postCharge({ apiKey, key, body });

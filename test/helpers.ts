@@ -1,8 +1,12 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
+import { env } from "~/env";
+import type { IdempotentRequest } from "~/generated/prisma/client";
+import { chargesOfCustomer } from "~/gateway-sim/inspect";
 import { createApiClient } from "~/server/auth/apiClients";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
+import { deriveGatewayKey, gateway } from "~/server/gateway";
 
 export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 
@@ -50,10 +54,21 @@ export async function postCharge(opts: {
 }
 
 let gatewayPool: mariadb.Pool | undefined;
-/** The simulated gateway's own records: what was really charged. */
+/** The simulated gateway's own records (of whichever protocol GATEWAY uses): what was really charged. */
 export async function gatewayCharges(customerId: string): Promise<{ id: string; idempotency_key: string }[]> {
   gatewayPool ??= mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
-  return gatewayPool.query("SELECT id, idempotency_key FROM sim_charges WHERE customer_id = ?", [customerId]);
+  return chargesOfCustomer(gatewayPool, env.GATEWAY, customerId);
+}
+
+/**
+ * Until the gateway's lookup (what the sweeper asks) sees the charge made for
+ * this record. Stripe's search lags behind its writes; a test that makes a
+ * charge "in the past" must let the lag pass, as real time would have.
+ */
+export async function untilGatewayShowsCharge(record: IdempotentRequest) {
+  const metadata = { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey };
+  const lookup = { idempotencyKey: deriveGatewayKey(record), metadata, lastAttemptAt: new Date() };
+  await waitFor("the gateway's lookup to show the charge", async () => (await gateway.findCharge(lookup)).kind === "charged");
 }
 
 export async function localCharges(customerId: string) {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { env } from "~/env";
 import { recordChargeAndComplete } from "~/server/charges/recordCharge";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { deriveGatewayKey, gateway } from "~/server/gateway";
@@ -7,7 +8,9 @@ import { requestHash } from "~/server/idempotency/canonicalHash";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { runSweep } from "~/server/sweep/runSweep";
-import { chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey } from "./helpers";
+import {
+  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey, untilGatewayShowsCharge,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;
@@ -59,6 +62,7 @@ describe("reaping abandoned requests", () => {
       { amountCents: body.amount_cents, currency: body.currency, cardToken: body.card_token, customerId: body.customer_id, metadata: { requestId: String(record.id), apiClientId: String(clientId), idempotencyKey: record.idempotencyKey } },
       { idempotencyKey: gatewayKey, timeoutMs: 5_000 },
     );
+    await untilGatewayShowsCharge(record); // the record says the charge is 10 minutes old
     const result = await reapAbandoned({ olderThanMs: 5 * MINUTE });
     assert.ok(result.reconciled >= 1);
     const after = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id }, include: { charge: true } });
@@ -104,6 +108,7 @@ describe("reaping abandoned requests", () => {
         { amountCents: b.amount_cents, currency: b.currency, cardToken: b.card_token, customerId: b.customer_id, metadata: { requestId: String(record.id), apiClientId: String(clientId), idempotencyKey: record.idempotencyKey } },
         { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
       );
+      await untilGatewayShowsCharge(record);
     }
     const results = await Promise.all([1, 2, 3, 4].map(() => reapAbandoned({ olderThanMs: 5 * MINUTE })));
     const reaped = results.reduce((n, r) => n + r.reaped, 0);
@@ -112,6 +117,32 @@ describe("reaping abandoned requests", () => {
     assert.equal(reconciled, 6);
     for (const [i, b] of bodies.entries()) assert.equal((await localCharges(b.customer_id)).length, i % 2 === 0 ? 0 : 1);
   });
+
+  // With a lagging lookup (GATEWAY=stripe) this fails today: findCharge gets the record's updated_at as
+  // lastAttemptAt, and every lease bumps updated_at, so a sweep that runs more often than the consistency
+  // window keeps answering "unproven" and never finishes the record. lastAttemptAt must be the time of the
+  // last gateway call. Marked todo until the sweeper (src/server/sweep, the lead's rewrite) passes it.
+  test(
+    "a record the lookup could not prove yet is finished once the window has passed since its last attempt, however often sweeps run",
+    { todo: "the lease bumps updated_at, which findCharge gets as lastAttemptAt" },
+    async () => {
+      const body = chargeBody();
+      const record = await orphanedRecord(body, 100); // its last attempt was just now, and it never charged
+      const deadline = Date.now() + 3 * env.STRIPE_SEARCH_CONSISTENCY_MS + 1_000;
+      try {
+        while (Date.now() < deadline) {
+          await reapAbandoned({ olderThanMs: 0 });
+          const now = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } });
+          if (now.state === "complete") break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const after = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } });
+        assert.equal(after.reapedAs, "abandoned");
+      } finally {
+        await db.idempotentRequest.delete({ where: { id: record.id } }); // not left in progress for later tests
+      }
+    },
+  );
 
   test("runSweep records its run for the dashboard", async () => {
     await orphanedRecord(chargeBody());
