@@ -16,7 +16,8 @@ function gatewayDescription(): string {
   const simulator = `http://127.0.0.1:${config.gatewayPort} (simulated)`;
   if (config.env.GATEWAY !== "stripe") return simulator;
   const base = process.env.STRIPE_API_BASE;
-  return base ? `Stripe adapter -> ${base === config.env.GATEWAY_URL ? simulator : base}` : "Stripe adapter -> api.stripe.com";
+  if (!base) return "Stripe adapter -> api.stripe.com";
+  return `Stripe adapter -> ${base === config.env.GATEWAY_URL ? simulator : base}`;
 }
 
 const privateDb = await prepareDatabase(config.databaseUrl);

@@ -47,8 +47,8 @@ const testEnv = {
 const services: Service[] = [];
 const failures: string[] = [];
 try {
-  const gatewayOpts = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, searchLagMs: TEST_SEARCH_LAG_MS };
-  services.push(await startGateway({ ...gatewayOpts, quiet: true }));
+  const gatewayDatabase = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl };
+  services.push(await startGateway({ ...gatewayDatabase, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true }));
   console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
   services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
 

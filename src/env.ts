@@ -19,7 +19,7 @@ const schema = z
       .string()
       .regex(/^(sk|rk)_(test|live)_\w+$/, "must be a Stripe secret key (sk_test_..., sk_live_...)")
       .optional(),
-    /** GATEWAY=stripe: where Stripe's API is (protocol, host, port); unset means api.stripe.com. Tests: the simulator. */
+    /** GATEWAY=stripe: where Stripe's API is (protocol, host, port); unset: api.stripe.com. Tests: the simulator. */
     STRIPE_API_BASE: z.string().url().optional(),
     /**
      * GATEWAY=stripe: how long after a charge's last attempt a search that finds nothing still proves

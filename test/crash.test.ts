@@ -4,8 +4,8 @@ import { after, before, describe, test } from "node:test";
 import { env } from "~/env";
 import { runSweep } from "~/server/sweep/runSweep";
 import {
-  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance, tally, uniqueKey,
-  untilGatewayShowsCharge, waitFor,
+  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance, tally,
+  uniqueKey, untilGatewayShowsCharge, waitFor,
 } from "./helpers";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 1;

@@ -66,9 +66,11 @@ export async function gatewayCharges(customerId: string): Promise<{ id: string; 
  * charge "in the past" must let the lag pass, as real time would have.
  */
 export async function untilGatewayShowsCharge(record: IdempotentRequest) {
-  const metadata = { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey };
+  const { id, apiClientId, idempotencyKey } = record;
+  const metadata = { requestId: String(id), apiClientId: String(apiClientId), idempotencyKey };
   const lookup = { idempotencyKey: deriveGatewayKey(record), metadata, lastAttemptAt: new Date() };
-  await waitFor("the gateway's lookup to show the charge", async () => (await gateway.findCharge(lookup)).kind === "charged");
+  const shows = async () => (await gateway.findCharge(lookup)).kind === "charged";
+  await waitFor("the gateway's lookup to show the charge", shows);
 }
 
 export async function localCharges(customerId: string) {

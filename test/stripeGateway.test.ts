@@ -19,8 +19,15 @@ import { closeConnections, waitFor } from "./helpers";
 
 const SIMULATOR = process.env.GATEWAY_URL!;
 const WINDOW_MS = 1_000;
-const adapter = new StripePaymentGateway({ secretKey: SIMULATOR_STRIPE_KEY, apiBase: SIMULATOR, searchConsistencyMs: WINDOW_MS });
-const sim = mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+const adapter = new StripePaymentGateway({
+  secretKey: SIMULATOR_STRIPE_KEY,
+  apiBase: SIMULATOR,
+  searchConsistencyMs: WINDOW_MS,
+});
+const sim = mariadb.createPool({
+  ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+  connectionLimit: 2,
+});
 after(async () => {
   await sim.end();
   await closeConnections();
@@ -61,7 +68,13 @@ async function rawCreate(key: string, params: Record<string, unknown>) {
 }
 
 describe("the simulator speaks Stripe's idempotency", () => {
-  const params = { amount: 1000, currency: "usd", confirm: true, payment_method: "pm_card_visa", metadata: { order: "1" } };
+  const params = {
+    amount: 1000,
+    currency: "usd",
+    confirm: true,
+    payment_method: "pm_card_visa",
+    metadata: { order: "1" },
+  };
 
   test("a retry is replayed with Idempotent-Replayed: true; other parameters are 400 idempotency_error", async () => {
     const key = gatewayKey();
@@ -107,18 +120,29 @@ describe("the simulator speaks Stripe's idempotency", () => {
     const unknown = await rawCreate(gatewayKey(), { ...params, amount_cents: 5 });
     assert.equal(unknown.status, 400);
     assert.match(unknown.json.error.message, /unknown parameter: amount_cents/);
-    const res = await fetch(`${SIMULATOR}/v1/payment_intents/pi_nope`, { headers: { Authorization: "Bearer sk_live_nope" } });
+    const res = await fetch(`${SIMULATOR}/v1/payment_intents/pi_nope`, {
+      headers: { Authorization: "Bearer sk_live_nope" },
+    });
     assert.equal(res.status, 401);
-    const missing = await fetch(`${SIMULATOR}/v1/payment_intents/pi_nope`, { headers: { Authorization: `Bearer ${SIMULATOR_STRIPE_KEY}` } });
+    const missing = await fetch(`${SIMULATOR}/v1/payment_intents/pi_nope`, {
+      headers: { Authorization: `Bearer ${SIMULATOR_STRIPE_KEY}` },
+    });
     assert.equal(missing.status, 404);
     assert.equal(((await missing.json()) as any).error.code, "resource_missing");
   });
 
   test("the official SDK's encoding arrives intact: nested metadata with awkward characters, expand[]", async () => {
     const stripe = new Stripe(SIMULATOR_STRIPE_KEY, { ...sdkBase(), maxNetworkRetries: 0 });
-    const metadata = { "a b": "x&y=z", "per%cent": "100%", quote: "it's \"quoted\"", emoji: "☃" };
+    const metadata = { "a b": "x&y=z", "per%cent": "100%", quote: 'it\'s "quoted"', emoji: "☃" };
     const created = await stripe.paymentIntents.create(
-      { amount: 700, currency: "eur", confirm: true, payment_method: "pm_card_visa", metadata, expand: ["latest_charge"] },
+      {
+        amount: 700,
+        currency: "eur",
+        confirm: true,
+        payment_method: "pm_card_visa",
+        metadata,
+        expand: ["latest_charge"],
+      },
       { idempotencyKey: gatewayKey() },
     );
     assert.deepEqual(created.metadata, metadata);
@@ -137,7 +161,7 @@ function sdkBase() {
 }
 
 describe("Stripe adapter: charges", () => {
-  test("one PaymentIntent per gateway key, with the derived key as Idempotency-Key and the ids in metadata", async () => {
+  test("one PaymentIntent per gateway key: the derived key as Idempotency-Key, the ids in metadata", async () => {
     const key = gatewayKey();
     const request = chargeRequest("tok_visa");
     const charged = await adapter.charge(request, { idempotencyKey: key, timeoutMs: 5_000 });
@@ -169,12 +193,15 @@ describe("Stripe adapter: charges", () => {
       assert.equal(charge.declineCode, code, token);
       assert.ok(charge.message, token);
     }
-    const tooSmall = await adapter.charge(chargeRequest("tok_visa", { amountCents: 10 }), { idempotencyKey: gatewayKey(), timeoutMs: 5_000 });
+    const tooSmall = await adapter.charge(chargeRequest("tok_visa", { amountCents: 10 }), {
+      idempotencyKey: gatewayKey(),
+      timeoutMs: 5_000,
+    });
     assert.equal(tooSmall.status, "declined");
     assert.equal(tooSmall.declineCode, "amount_too_small");
   });
 
-  test("the key sent again with other parameters (idempotency_error) is an unknown outcome, and charges nothing more", async () => {
+  test("the key again with other parameters (idempotency_error): unknown outcome, nothing charged again", async () => {
     const key = gatewayKey();
     const request = chargeRequest("tok_visa");
     await adapter.charge(request, { idempotencyKey: key, timeoutMs: 5_000 });
@@ -196,13 +223,20 @@ describe("Stripe adapter: charges", () => {
     const slowKey = gatewayKey();
     const slow = adapter.charge(chargeRequest("tok_slow_2500"), { idempotencyKey: slowKey, timeoutMs: 5_000 });
     await new Promise((r) => setTimeout(r, 200));
-    await assert.rejects(adapter.charge(chargeRequest("tok_slow_2500"), { idempotencyKey: slowKey, timeoutMs: 600 }), GatewayOutcomeUnknownError);
+    await assert.rejects(
+      adapter.charge(chargeRequest("tok_slow_2500"), { idempotencyKey: slowKey, timeoutMs: 600 }),
+      GatewayOutcomeUnknownError,
+    );
     await slow;
   });
 
   test("rate limits, 500s, timeouts and an unreachable API are unknown outcomes", async () => {
     const unknown = (token: string, timeoutMs = 5_000, gateway = adapter) =>
-      assert.rejects(gateway.charge(chargeRequest(token), { idempotencyKey: gatewayKey(), timeoutMs }), GatewayOutcomeUnknownError, token);
+      assert.rejects(
+        gateway.charge(chargeRequest(token), { idempotencyKey: gatewayKey(), timeoutMs }),
+        GatewayOutcomeUnknownError,
+        token,
+      );
     await unknown("tok_rate_limited");
     await unknown("tok_error");
     await unknown("tok_charge_then_error");
@@ -214,15 +248,22 @@ describe("Stripe adapter: charges", () => {
     await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
     const port = (closed.address() as { port: number }).port;
     await new Promise((r) => closed.close(r));
-    const nowhere = new StripePaymentGateway({ secretKey: SIMULATOR_STRIPE_KEY, apiBase: `http://127.0.0.1:${port}`, searchConsistencyMs: 0 });
+    const nowhere = new StripePaymentGateway({
+      secretKey: SIMULATOR_STRIPE_KEY,
+      apiBase: `http://127.0.0.1:${port}`,
+      searchConsistencyMs: 0,
+    });
     await unknown("tok_visa", 2_000, nowhere);
   });
 
-  test("a 500 after the money moved is saved under the key: every retry is unknown too, and nothing is charged again", async () => {
+  test("a 500 after the money moved is saved under the key: each retry is unknown, nothing charged again", async () => {
     const key = gatewayKey();
     const request = chargeRequest("tok_charge_then_error");
     for (let i = 0; i < 2; i++) {
-      await assert.rejects(adapter.charge(request, { idempotencyKey: key, timeoutMs: 5_000 }), GatewayOutcomeUnknownError);
+      await assert.rejects(
+        adapter.charge(request, { idempotencyKey: key, timeoutMs: 5_000 }),
+        GatewayOutcomeUnknownError,
+      );
     }
     const rows = await intentsUnder(key);
     assert.equal(rows.length, 1);
@@ -295,11 +336,18 @@ describe("Stripe adapter: listCharges", () => {
     assert.ok(pages >= 3, `${pages} pages of 3`);
     assert.equal(new Set(listed.map((c) => c.id)).size, listed.length, "no intent twice");
     const mine = listed.filter((c) => c.metadata?.apiClientId === marker);
-    assert.deepEqual(mine.map((c) => c.id), made, "all of them, oldest first");
+    assert.deepEqual(
+      mine.map((c) => c.id),
+      made,
+      "all of them, oldest first",
+    );
     assert.equal(mine[3]!.status, "declined");
     for (const c of mine) assert.match(c.idempotencyKey, /^gk_test_/);
     const times = listed.map((c) => c.createdAt.getTime());
-    assert.deepEqual(times, times.toSorted((a, b) => a - b));
+    assert.deepEqual(
+      times,
+      times.toSorted((a, b) => a - b),
+    );
 
     const before = await adapter.listCharges({ since: new Date(since.getTime() - 60_000), until: since });
     assert.ok(!before.charges.some((c) => made.includes(c.id)), "the window's lower bound holds");

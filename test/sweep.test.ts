@@ -9,7 +9,8 @@ import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { runSweep } from "~/server/sweep/runSweep";
 import {
-  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey, untilGatewayShowsCharge,
+  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, uniqueKey,
+  untilGatewayShowsCharge,
 } from "./helpers";
 
 let apiKey: string;
@@ -123,7 +124,8 @@ describe("reaping abandoned requests", () => {
   // window keeps answering "unproven" and never finishes the record. lastAttemptAt must be the time of the
   // last gateway call. Marked todo until the sweeper (src/server/sweep, the lead's rewrite) passes it.
   test(
-    "a record the lookup could not prove yet is finished once the window has passed since its last attempt, however often sweeps run",
+    "a record the lookup could not prove yet is finished once the window has passed since its last attempt, " +
+      "however often sweeps run",
     { todo: "the lease bumps updated_at, which findCharge gets as lastAttemptAt" },
     async () => {
       const body = chargeBody();

@@ -35,11 +35,11 @@ export const SIMULATOR_STRIPE_KEY = "sk_test_simulator";
  * STRIPE_SECRET_KEY is given and STRIPE_API_BASE is not, the SDK's default
  * (api.stripe.com) stays.
  */
-export function gatewayEnv(simulatorUrl: string, { realStripeAllowed }: { realStripeAllowed: boolean }): Record<string, string> {
+export function gatewayEnv(simulatorUrl: string, opts: { realStripeAllowed: boolean }): Record<string, string> {
   const gateway = process.env.GATEWAY ?? "sim";
   const env: Record<string, string> = { GATEWAY: gateway, GATEWAY_URL: simulatorUrl };
   if (gateway !== "stripe") return env;
-  if (realStripeAllowed && process.env.STRIPE_SECRET_KEY && !process.env.STRIPE_API_BASE) return env;
+  if (opts.realStripeAllowed && process.env.STRIPE_SECRET_KEY && !process.env.STRIPE_API_BASE) return env;
   return { ...env, STRIPE_SECRET_KEY: SIMULATOR_STRIPE_KEY, STRIPE_API_BASE: simulatorUrl };
 }
 
@@ -66,8 +66,8 @@ const DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/charges";
 
 /** `npm start`: DATABASE_URL from the environment or .env, ports 3000 and 4010. */
 export function devConfig(): StackConfig {
-  const appPort = Number(process.env.PORT ?? 3000);
-  return stack(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, { appPort, gatewayPort: 4010, realStripeAllowed: true, extra: {} });
+  const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
+  return stack(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, { ...ports, realStripeAllowed: true, extra: {} });
 }
 
 /**

@@ -56,7 +56,13 @@ async function startService(name: string, command: string, args: string[], env: 
 }
 
 /** The simulated payment gateway (both protocols), on its own port with its own database. */
-export async function startGateway(opts: { port: number; databaseUrl: string; quiet?: boolean; searchLagMs?: number }): Promise<Service> {
+export async function startGateway(opts: {
+  port: number;
+  databaseUrl: string;
+  quiet?: boolean;
+  /** Stripe mode: how long a new PaymentIntent stays invisible to search (the simulator's default otherwise). */
+  searchLagMs?: number;
+}): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
   const lag = opts.searchLagMs === undefined ? {} : { GATEWAY_SEARCH_LAG_MS: String(opts.searchLagMs) };
   const { service, ready } = await startService(

@@ -23,7 +23,15 @@ import {
   StripeHttpError,
 } from "./errors";
 import { fingerprint, idempotencyStore } from "./idempotency";
-import { createIntentParams, listParams, parseForm, retrieveParams, searchParams, type CreateIntent, type Params } from "./params";
+import {
+  createIntentParams,
+  listParams,
+  parseForm,
+  retrieveParams,
+  searchParams,
+  type CreateIntent,
+  type Params,
+} from "./params";
 import { cardBehaviour } from "./paymentMethods";
 import { intentJson, intentStore, newId, type PaymentError } from "./paymentIntents";
 import { parseSearchQuery } from "./searchQuery";
@@ -35,7 +43,10 @@ export type StripeApiConfig = {
 
 type Answer = { status: number; body: string };
 
-const errorAnswer = (error: StripeHttpError): Answer => ({ status: error.status, body: JSON.stringify({ error: error.body }) });
+const errorAnswer = (error: StripeHttpError): Answer => ({
+  status: error.status,
+  body: JSON.stringify({ error: error.body }),
+});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -101,7 +112,10 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
     return { answer: { status: 200, body: JSON.stringify(intentJson(row, input.expand)) }, save: true };
   }
 
-  async function create(req: IncomingMessage, requestId: string): Promise<Answer & { replayed?: boolean; requestId?: string }> {
+  async function create(
+    req: IncomingMessage,
+    requestId: string,
+  ): Promise<Answer & { replayed?: boolean; requestId?: string }> {
     const type = req.headers["content-type"] ?? "";
     if (!type.startsWith("application/x-www-form-urlencoded")) {
       throw invalidRequest("Requests must be form-encoded (Content-Type: application/x-www-form-urlencoded).");
@@ -135,7 +149,10 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
       const { expand, ...opts } = listParams(query);
       const { page, hasMore } = await intents.list(opts);
       const data = page.map((row) => intentJson(row, expand));
-      return { status: 200, body: JSON.stringify({ object: "list", url: "/v1/payment_intents", has_more: hasMore, data }) };
+      return {
+        status: 200,
+        body: JSON.stringify({ object: "list", url: "/v1/payment_intents", has_more: hasMore, data }),
+      };
     }
     if (req.method === "GET" && id === "search") {
       const { query: q, expand, ...opts } = searchParams(query);
@@ -151,9 +168,15 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
     }
     if (req.method === "GET" && id) {
       const { expand } = retrieveParams(query);
-      return { status: 200, body: JSON.stringify(intentJson(await intents.find(decodeURIComponent(id), "id"), expand)) };
+      return {
+        status: 200,
+        body: JSON.stringify(intentJson(await intents.find(decodeURIComponent(id), "id"), expand)),
+      };
     }
-    throw new StripeHttpError(404, { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${url.pathname}).` });
+    throw new StripeHttpError(404, {
+      type: "invalid_request_error",
+      message: `Unrecognized request URL (${req.method}: ${url.pathname}).`,
+    });
   }
 
   /** Answers a request under /v1/payment_intents; false for any other path. */

@@ -29,7 +29,12 @@ export class StripeHttpError extends Error {
 const docUrl = (code: string) => `https://docs.stripe.com/error-codes/${code.replaceAll("_", "-")}`;
 
 export const invalidRequest = (message: string, extra: { code?: string; param?: string } = {}) =>
-  new StripeHttpError(400, { type: "invalid_request_error", message, ...extra, ...(extra.code && { doc_url: docUrl(extra.code) }) });
+  new StripeHttpError(400, {
+    type: "invalid_request_error",
+    message,
+    ...extra,
+    ...(extra.code && { doc_url: docUrl(extra.code) }),
+  });
 
 export const unknownParameter = (param: string) => invalidRequest(`Received unknown parameter: ${param}`, { param });
 

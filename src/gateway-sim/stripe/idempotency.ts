@@ -10,24 +10,38 @@ import { createHash } from "node:crypto";
 import type * as mariadb from "mariadb";
 
 export type SavedAnswer = { status: number; body: string; requestId: string };
-export type KeyClaim = { kind: "claimed" } | { kind: "replay"; saved: SavedAnswer } | { kind: "mismatch" } | { kind: "in_flight" };
+export type KeyClaim =
+  { kind: "claimed" } | { kind: "replay"; saved: SavedAnswer } | { kind: "mismatch" } | { kind: "in_flight" };
 
 const KEY_LIFETIME_MS = 24 * 60 * 60_000;
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, canonical(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, v]) => [k, canonical(v)]),
+    );
   }
   return value;
 }
 
 /** The same endpoint and the same parameters, whatever their order on the wire. */
 export function fingerprint(endpoint: string, params: unknown): string {
-  return createHash("sha256").update(JSON.stringify([endpoint, canonical(params)])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([endpoint, canonical(params)]))
+    .digest("hex");
 }
 
-type Row = { fingerprint: string; state: "in_flight" | "done"; status_code: number | null; body: string | null; request_id: string; created_at: Date };
+type Row = {
+  fingerprint: string;
+  state: "in_flight" | "done";
+  status_code: number | null;
+  body: string | null;
+  request_id: string;
+  created_at: Date;
+};
 
 export function idempotencyStore(pool: mariadb.Pool) {
   return {
@@ -35,17 +49,23 @@ export function idempotencyStore(pool: mariadb.Pool) {
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
           await pool.query(
-            "INSERT INTO sim_stripe_idempotency (idempotency_key, fingerprint, state, request_id, created_at) VALUES (?, ?, 'in_flight', ?, ?)",
+            `INSERT INTO sim_stripe_idempotency (idempotency_key, fingerprint, state, request_id, created_at)
+             VALUES (?, ?, 'in_flight', ?, ?)`,
             [key, print, requestId, new Date()],
           );
           return { kind: "claimed" };
         } catch (error) {
           if ((error as { errno?: number }).errno !== 1062) throw error;
         }
-        const [row] = (await pool.query("SELECT * FROM sim_stripe_idempotency WHERE idempotency_key = ?", [key])) as Row[];
+        const [row] = (await pool.query("SELECT * FROM sim_stripe_idempotency WHERE idempotency_key = ?", [
+          key,
+        ])) as Row[];
         if (!row) continue; // released in between: try to take it again
         if (Date.now() - new Date(row.created_at).getTime() > KEY_LIFETIME_MS) {
-          await pool.query("DELETE FROM sim_stripe_idempotency WHERE idempotency_key = ? AND created_at = ?", [key, row.created_at]);
+          await pool.query("DELETE FROM sim_stripe_idempotency WHERE idempotency_key = ? AND created_at = ?", [
+            key,
+            row.created_at,
+          ]);
           continue;
         }
         if (row.fingerprint !== print) return { kind: "mismatch" };
@@ -56,11 +76,10 @@ export function idempotencyStore(pool: mariadb.Pool) {
     },
 
     async save(key: string, answer: { status: number; body: string }) {
-      await pool.query("UPDATE sim_stripe_idempotency SET state = 'done', status_code = ?, body = ? WHERE idempotency_key = ?", [
-        answer.status,
-        answer.body,
-        key,
-      ]);
+      await pool.query(
+        "UPDATE sim_stripe_idempotency SET state = 'done', status_code = ?, body = ? WHERE idempotency_key = ?",
+        [answer.status, answer.body, key],
+      );
     },
 
     async release(key: string) {

@@ -70,7 +70,10 @@ export function intentJson(row: IntentRow, expand: string[] = []) {
     currency: row.currency,
     customer: null,
     description: row.description,
-    last_payment_error: error && { ...error, payment_method: { id: row.payment_method, object: "payment_method", type: "card" } },
+    last_payment_error: error && {
+      ...error,
+      payment_method: { id: row.payment_method, object: "payment_method", type: "card" },
+    },
     latest_charge: row.latest_charge && expand.includes("latest_charge") ? chargeJson(row) : row.latest_charge,
     livemode: false,
     metadata: json<Record<string, string>>(row.metadata),
@@ -97,9 +100,21 @@ export function intentStore(pool: mariadb.Pool) {
         `INSERT INTO sim_payment_intents (id, idempotency_key, amount, currency, payment_method, status, latest_charge,
            last_payment_error, metadata, description, created, created_at, searchable_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [row.id, row.idempotency_key, row.amount, row.currency, row.payment_method, row.status, row.latest_charge,
-          row.last_payment_error ? JSON.stringify(row.last_payment_error) : null, JSON.stringify(row.metadata),
-          row.description, created, row.created_at, new Date(row.created_at.getTime() + searchLagMs)],
+        [
+          row.id,
+          row.idempotency_key,
+          row.amount,
+          row.currency,
+          row.payment_method,
+          row.status,
+          row.latest_charge,
+          row.last_payment_error ? JSON.stringify(row.last_payment_error) : null,
+          JSON.stringify(row.metadata),
+          row.description,
+          created,
+          row.created_at,
+          new Date(row.created_at.getTime() + searchLagMs),
+        ],
       );
       return { ...row, created };
     },
@@ -121,10 +136,10 @@ export function intentStore(pool: mariadb.Pool) {
         where.push("seq < ?");
         args.push(beforeSeq);
       }
-      const rows = (await pool.query(`SELECT * FROM sim_payment_intents WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?`, [
-        ...args,
-        limit + 1,
-      ])) as IntentRow[];
+      const rows = (await pool.query(
+        `SELECT * FROM sim_payment_intents WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?`,
+        [...args, limit + 1],
+      )) as IntentRow[];
       const page = rows.slice(0, limit);
       return { page, nextPage: rows.length > limit ? `seq_${page.at(-1)!.seq}` : null };
     },
@@ -137,7 +152,12 @@ export function intentStore(pool: mariadb.Pool) {
     async list(opts: { created: CreatedRange; limit: number; startingAfter?: string; endingBefore?: string }) {
       const where: string[] = [];
       const args: unknown[] = [];
-      const bounds = [["gt", ">"], ["gte", ">="], ["lt", "<"], ["lte", "<="]] as const;
+      const bounds = [
+        ["gt", ">"],
+        ["gte", ">="],
+        ["lt", "<"],
+        ["lte", "<="],
+      ] as const;
       for (const [name, op] of bounds) {
         if (opts.created[name] === undefined) continue;
         where.push(`created ${op} ?`);
@@ -152,7 +172,8 @@ export function intentStore(pool: mariadb.Pool) {
         args.push((await find(opts.endingBefore, "ending_before")).seq);
         order = "ASC";
       }
-      const sql = `SELECT * FROM sim_payment_intents ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq ${order} LIMIT ?`;
+      const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
+      const sql = `SELECT * FROM sim_payment_intents ${filter} ORDER BY seq ${order} LIMIT ?`;
       const rows = (await pool.query(sql, [...args, opts.limit + 1])) as IntentRow[];
       const page = rows.slice(0, opts.limit);
       return { page: order === "ASC" ? page.reverse() : page, hasMore: rows.length > opts.limit };

@@ -28,7 +28,12 @@ const FIXED: Record<string, CardBehaviour> = {
   pm_card_visa: { kind: "succeed", delayMs: 0 },
   pm_card_mastercard: { kind: "succeed", delayMs: 0 },
   pm_card_amex: { kind: "succeed", delayMs: 0 },
-  pm_card_chargeDeclined: { kind: "decline", code: "card_declined", declineCode: "generic_decline", message: "Your card was declined." },
+  pm_card_chargeDeclined: {
+    kind: "decline",
+    code: "card_declined",
+    declineCode: "generic_decline",
+    message: "Your card was declined.",
+  },
   pm_card_chargeDeclinedInsufficientFunds: {
     kind: "decline",
     code: "card_declined",

@@ -8,7 +8,9 @@ import { invalidRequest } from "./errors";
  */
 export type SearchClause = { field: "metadata"; key: string; value: string } | { field: "status"; value: string };
 
-const CLAUSE = /\s*(?:metadata\[(?:'([^'"\\[\]]+)'|"([^'"\\[\]]+)")\]|(status))\s*:\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\s*/y;
+const FIELD = String.raw`(?:metadata\[(?:'([^'"\\[\]]+)'|"([^'"\\[\]]+)")\]|(status))`;
+const VALUE = String.raw`(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")`;
+const CLAUSE = new RegExp(String.raw`\s*${FIELD}\s*:\s*${VALUE}\s*`, "y");
 const AND = /AND\s+/y;
 
 const unescape = (value: string) => value.replace(/\\(.)/g, "$1");

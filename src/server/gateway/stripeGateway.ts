@@ -81,7 +81,12 @@ function chargeMetadata(metadata: Stripe.Metadata): ChargeMetadata | null {
  * without moving money. Undefined while money may still move (processing).
  */
 function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
-  const base = { id: intent.id, amountCents: intent.amount, currency: intent.currency, customerId: intent.metadata[META.customerId] ?? null };
+  const base = {
+    id: intent.id,
+    amountCents: intent.amount,
+    currency: intent.currency,
+    customerId: intent.metadata[META.customerId] ?? null,
+  };
   switch (intent.status) {
     case "succeeded":
       return { ...base, status: "succeeded", declineCode: null, message: null };
@@ -90,7 +95,10 @@ function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
     case "requires_action": // 3-D Secure; no customer is there to complete it
     case "requires_confirmation": {
       const error = intent.last_payment_error;
-      const code = error?.decline_code ?? error?.code ?? (intent.status === "requires_action" ? "authentication_required" : intent.status);
+      const code =
+        error?.decline_code ??
+        error?.code ??
+        (intent.status === "requires_action" ? "authentication_required" : intent.status);
       return { ...base, status: "declined", declineCode: code, message: error?.message ?? null };
     }
     default: // processing, requires_capture: not final
@@ -100,7 +108,8 @@ function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
 
 function toListed(intent: Stripe.PaymentIntent): ListedGatewayCharge {
   const charge = fromIntent(intent);
-  if (!charge) throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: list this window again once it settles`);
+  if (!charge)
+    throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: list this window again once it settles`);
   return {
     ...charge,
     idempotencyKey: intent.metadata[META.gatewayKey] ?? "",
@@ -121,7 +130,8 @@ function declineFrom(error: unknown, request: GatewayChargeRequest): GatewayChar
   // has only Stripe's request id to name it.
   const id = raw.payment_intent?.id ?? error.requestId;
   if (!id) return undefined;
-  const declineCode = error.code === "resource_missing" ? "invalid_token" : (error.decline_code ?? error.code ?? "card_declined");
+  const declineCode =
+    error.code === "resource_missing" ? "invalid_token" : (error.decline_code ?? error.code ?? "card_declined");
   return {
     id,
     status: "declined",
@@ -141,8 +151,11 @@ function unknownOutcome(error: unknown): GatewayOutcomeUnknownError {
   if (error instanceof Stripe.errors.StripeError) {
     // An idempotency_error means this key was first sent with other parameters:
     // that first request may have charged, so this is no proof of anything.
-    const what = error.type === "StripeIdempotencyError" ? "idempotency_error (key used with other parameters)" : error.type;
-    return new GatewayOutcomeUnknownError(`stripe: ${what} ${error.statusCode ?? ""}: ${error.message}`, { cause: error });
+    const what =
+      error.type === "StripeIdempotencyError" ? "idempotency_error (key used with other parameters)" : error.type;
+    return new GatewayOutcomeUnknownError(`stripe: ${what} ${error.statusCode ?? ""}: ${error.message}`, {
+      cause: error,
+    });
   }
   return new GatewayOutcomeUnknownError(`stripe: ${String(error)}`, { cause: error });
 }
@@ -151,7 +164,10 @@ function unknownOutcome(error: unknown): GatewayOutcomeUnknownError {
 function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new GatewayOutcomeUnknownError("stripe: no answer before the timeout")), deadline - Date.now());
+    timer = setTimeout(
+      () => reject(new GatewayOutcomeUnknownError("stripe: no answer before the timeout")),
+      deadline - Date.now(),
+    );
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
@@ -172,7 +188,10 @@ export class StripePaymentGateway implements PaymentGateway {
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 10_000;
   }
 
-  async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs }: { idempotencyKey: string; timeoutMs: number }) {
+  async charge(
+    request: GatewayChargeRequest,
+    { idempotencyKey, timeoutMs }: { idempotencyKey: string; timeoutMs: number },
+  ) {
     const deadline = Date.now() + timeoutMs;
     // The same parameters on every call with this key, or Stripe answers idempotency_error.
     const params: Stripe.PaymentIntentCreateParams = {
@@ -212,7 +231,11 @@ export class StripePaymentGateway implements PaymentGateway {
    * Searches by the gateway key in the metadata, then reads each hit itself
    * (retrieve is strongly consistent; a search hit may show an old status).
    */
-  async findCharge(lookup: { idempotencyKey: string; metadata: ChargeMetadata; lastAttemptAt: Date }): Promise<GatewayLookup> {
+  async findCharge(lookup: {
+    idempotencyKey: string;
+    metadata: ChargeMetadata;
+    lastAttemptAt: Date;
+  }): Promise<GatewayLookup> {
     const { idempotencyKey, metadata, lastAttemptAt } = lookup;
     const options = { timeout: this.lookupTimeoutMs };
     const query = `metadata[${quote(META.gatewayKey)}]:${quote(idempotencyKey)}`;
@@ -220,7 +243,8 @@ export class StripePaymentGateway implements PaymentGateway {
     if (hits.data.length === 0) {
       const since = Date.now() - lastAttemptAt.getTime();
       if (since < this.options.searchConsistencyMs) {
-        const reason = `search found nothing ${since} ms after the last attempt; it may lag up to ${this.options.searchConsistencyMs} ms`;
+        const window = this.options.searchConsistencyMs;
+        const reason = `search found nothing ${since} ms after the last attempt; it may lag up to ${window} ms`;
         return { kind: "unproven", reason };
       }
       return { kind: "not_charged" };
@@ -234,7 +258,8 @@ export class StripePaymentGateway implements PaymentGateway {
       }
     }
     const charges = mine.map(fromIntent);
-    if (charges.some((c) => c === undefined)) return { kind: "unproven", reason: "a PaymentIntent under this key is processing" };
+    if (charges.some((c) => c === undefined))
+      return { kind: "unproven", reason: "a PaymentIntent under this key is processing" };
     // One intent per key is all Stripe's idempotency allows; were there more, the one that moved money matters.
     const charge = charges.find((c) => c!.status === "succeeded") ?? charges[0];
     return charge ? { kind: "charged", charge } : { kind: "not_charged" };
@@ -247,7 +272,17 @@ export class StripePaymentGateway implements PaymentGateway {
    * newest first; a walk forwards pages with `ending_before` from the oldest
    * page, which the first call reaches by walking back through the window.
    */
-  async listCharges({ since, until, cursor, limit = 100 }: { since: Date; until: Date; cursor?: string; limit?: number }) {
+  async listCharges({
+    since,
+    until,
+    cursor,
+    limit = 100,
+  }: {
+    since: Date;
+    until: Date;
+    cursor?: string;
+    limit?: number;
+  }) {
     const options = { timeout: this.lookupTimeoutMs };
     const created = { gte: Math.floor(since.getTime() / 1000), lt: Math.floor(until.getTime() / 1000) };
     if (cursor) {
