@@ -32,14 +32,14 @@ export const SIMULATOR_STRIPE_KEY = "sk_test_simulator";
  * The gateway settings for a stack whose simulator answers at `simulatorUrl`:
  * GATEWAY (sim by default) and, for GATEWAY=stripe, the adapter pointed at the
  * simulator's Stripe-compatible mode. Only `npm start` may use real Stripe: when
- * STRIPE_SECRET_KEY is given and STRIPE_API_BASE is not, the SDK's default
- * (api.stripe.com) stays.
+ * STRIPE_SECRET_KEY is given, it is used with STRIPE_API_BASE as set (unset:
+ * the SDK's default, api.stripe.com). Tests and benchmarks always use the simulator.
  */
 export function gatewayEnv(simulatorUrl: string, opts: { realStripeAllowed: boolean }): Record<string, string> {
   const gateway = process.env.GATEWAY ?? "sim";
   const env: Record<string, string> = { GATEWAY: gateway, GATEWAY_URL: simulatorUrl };
   if (gateway !== "stripe") return env;
-  if (opts.realStripeAllowed && process.env.STRIPE_SECRET_KEY && !process.env.STRIPE_API_BASE) return env;
+  if (opts.realStripeAllowed && process.env.STRIPE_SECRET_KEY) return env;
   return { ...env, STRIPE_SECRET_KEY: SIMULATOR_STRIPE_KEY, STRIPE_API_BASE: simulatorUrl };
 }
 
