@@ -4,6 +4,8 @@
  */
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
+import type { GatewayKind } from "~/gateway-sim/inspect";
+import { gatewayEnv } from "../scripts/lib/config";
 import { createDatabase } from "../scripts/lib/mariadbServer";
 import { prepareDatabase } from "../scripts/lib/prepareDatabase";
 import { run, startApp, startGateway, type Service } from "../scripts/lib/processes";
@@ -16,9 +18,11 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
   const databaseUrl = base.toString();
   base.pathname = "/charges_bench_gateway";
   const gatewayDatabaseUrl = base.toString();
+  // GATEWAY=stripe benchmarks the Stripe adapter against the simulator's Stripe mode.
+  const gateway = gatewayEnv("http://127.0.0.1:4210", { realStripeAllowed: false });
   const env = {
     DATABASE_URL: databaseUrl,
-    GATEWAY_URL: "http://127.0.0.1:4210",
+    ...gateway,
     SESSION_SECRET: randomBytes(32).toString("hex"),
     DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? "10",
     ...extraEnv,
@@ -38,6 +42,7 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
     apiKey,
     databaseUrl,
     gatewayDatabaseUrl,
+    gateway: gateway.GATEWAY as GatewayKind,
     stop: async () => {
       for (const s of services.reverse()) await s.stop();
       const { disconnectDatabase } = await import("~/server/db");

@@ -14,6 +14,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
+import { chargesPerCustomer } from "~/gateway-sim/inspect";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { fmt, startBenchStack, table } from "./lib";
@@ -72,12 +73,12 @@ async function storm(cardToken: string, rampMs: number) {
   return { tag, start, end, results, conflictLatencies: conflictLatencies.sort((a, b) => a - b), serviceUnavailable, timedOut, pool };
 }
 
-/** Charges the gateway made more than once for a customer. */
+/** Charges the gateway made more than once for a customer (in the tables of whichever protocol GATEWAY uses). */
 async function duplicateCharges(tag: string) {
   const gw = await mariadb.createConnection(connectionOptions(stack.gatewayDatabaseUrl, true));
-  const perCustomer: { n: bigint }[] = await gw.query("SELECT COUNT(*) AS n FROM sim_charges WHERE customer_id LIKE ? GROUP BY customer_id", [`${tag}_%`]);
+  const perCustomer = await chargesPerCustomer(gw, stack.gateway, `${tag}_`);
   await gw.end();
-  return perCustomer.reduce((sum, r) => sum + Number(r.n) - 1, 0);
+  return perCustomer.reduce((sum, n) => sum + n - 1, 0);
 }
 
 /** The app's own record of its pool, per 100 ms: exact, where a sampled gauge would miss bursts. */
@@ -129,7 +130,10 @@ try {
   /** A quantile of the round's 409 latencies, scaled by `per`; n/a when it had none. */
   const conflictLatency = (q: number, per = 1, digits?: number) => (r: Round) =>
     r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, q) / per, digits) : "n/a";
-  table(`Slow gateway storm: ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`, [
+  const title =
+    `Slow gateway storm (GATEWAY=${stack.gateway}): ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, ` +
+    `client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`;
+  table(title, [
     { metric: "operations answered 201", value: each((r) => r.results.filter((x) => x.ok).length) },
     { metric: "duplicate charges at the gateway (must be 0)", value: duplicates },
     { metric: "attempts the client timed out (retried with the same key)", value: each((r) => r.timedOut) },

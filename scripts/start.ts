@@ -12,6 +12,14 @@ loadDotEnv();
 const config = devConfig();
 Object.assign(process.env, config.env);
 
+function gatewayDescription(): string {
+  const simulator = `http://127.0.0.1:${config.gatewayPort} (simulated)`;
+  if (config.env.GATEWAY !== "stripe") return simulator;
+  const base = process.env.STRIPE_API_BASE;
+  if (!base) return "Stripe adapter -> api.stripe.com";
+  return `Stripe adapter -> ${base === config.env.GATEWAY_URL ? simulator : base}`;
+}
+
 const privateDb = await prepareDatabase(config.databaseUrl);
 await createDatabase(config.gatewayDatabaseUrl);
 const { seedDemo } = await import("./lib/seed");
@@ -36,7 +44,7 @@ try {
 Charges is running.
   API        ${app.url}/api/charges
   Dashboard  ${app.url}/admin
-  Gateway    http://127.0.0.1:${config.gatewayPort} (simulated)
+  Gateway    ${gatewayDescription()}
 
 Demo API key (shown once; rotated on every start):
   ${demo.apiKey}

@@ -15,7 +15,7 @@
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { loadDotEnv, root, testConfig } from "./lib/config";
+import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
 import { bin, run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
@@ -84,7 +84,9 @@ async function closingLedgerCheck(since: Date) {
   return { ok: report.ok, summary: describeReport(report) };
 }
 try {
-  services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, quiet: true }));
+  const gatewayDatabase = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl };
+  services.push(await startGateway({ ...gatewayDatabase, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true }));
+  console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
   services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
 
   const files = testFiles("test");

@@ -10,7 +10,22 @@ const schema = z
     NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
     DATABASE_URL: z.string().url().default("mysql://root@127.0.0.1:3306/charges"),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
+    /** Which payment gateway charges go to: the simulator's own protocol, or Stripe through its SDK. */
+    GATEWAY: z.enum(["sim", "stripe"]).default("sim"),
+    /** GATEWAY=sim: the simulator's base URL. */
     GATEWAY_URL: z.string().url().default("http://127.0.0.1:4010"),
+    /** GATEWAY=stripe: a secret (or restricted) key; sk_test_... for test mode. */
+    STRIPE_SECRET_KEY: z
+      .string()
+      .regex(/^(sk|rk)_(test|live)_\w+$/, "must be a Stripe secret key (sk_test_..., sk_live_...)")
+      .optional(),
+    /** GATEWAY=stripe: where Stripe's API is (protocol, host, port); unset: api.stripe.com. Tests: the simulator. */
+    STRIPE_API_BASE: z.string().url().optional(),
+    /**
+     * GATEWAY=stripe: how long after a charge's last attempt a search that finds nothing still proves
+     * nothing (Stripe's search lags behind writes: under a minute normally, longer in an outage).
+     */
+    STRIPE_SEARCH_CONSISTENCY_MS: z.coerce.number().int().min(0).default(60 * 60_000),
     /** How long one gateway call may take before its outcome is treated as unknown. */
     GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
     /**
@@ -37,6 +52,10 @@ const schema = z
   .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],
     message: "must be longer than a lease (GATEWAY_TIMEOUT_MS + LEASE_MARGIN_MS)",
+  })
+  .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
+    path: ["STRIPE_SECRET_KEY"],
+    message: "is required when GATEWAY=stripe",
   });
 
 export type Env = z.infer<typeof schema>;

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
+import { env } from "~/env";
 import type { FinishedBy } from "~/generated/prisma/client";
+import { chargesOfCustomer, removeCharges } from "~/gateway-sim/inspect";
 import { createApiClient } from "~/server/auth/apiClients";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
@@ -54,15 +56,32 @@ export async function postCharge(opts: {
 }
 
 let gatewayPool: mariadb.Pool | undefined;
-/** A query on the simulated gateway's own tables (what was really charged). */
-export async function gatewayQuery<T = unknown>(sql: string, values: unknown[] = []): Promise<T> {
+function gatewayDb() {
   gatewayPool ??= mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
-  return gatewayPool.query(sql, values) as Promise<T>;
+  return gatewayPool;
 }
 
-/** The simulated gateway's charges for a customer. */
+/** The simulated gateway's own records (of whichever protocol GATEWAY uses): what was really charged. */
 export async function gatewayCharges(customerId: string): Promise<{ id: string; idempotency_key: string }[]> {
-  return gatewayQuery("SELECT id, idempotency_key FROM sim_charges WHERE customer_id = ?", [customerId]);
+  return chargesOfCustomer(gatewayDb(), env.GATEWAY, customerId);
+}
+
+/** Takes charges out of the simulator's books (tests that planted charges the app never made, to undo them). */
+export async function removeGatewayCharges(ids: string[]): Promise<void> {
+  await removeCharges(gatewayDb(), env.GATEWAY, ids);
+}
+
+/**
+ * Until the gateway's lookup (what the sweeper asks) sees the charge made for
+ * this record. Stripe's search lags behind its writes; a test that makes a
+ * charge "in the past" must let the lag pass, as real time would have.
+ */
+export async function untilGatewayShowsCharge(record: IdempotencyRecord) {
+  const { id, apiClientId, idempotencyKey } = record;
+  const metadata = { requestId: String(id), apiClientId: String(apiClientId), idempotencyKey };
+  const lookup = { idempotencyKey: deriveGatewayKey(record), metadata, lastAttemptAt: new Date() };
+  const shows = async () => (await gateway.findCharge(lookup)).kind === "charged";
+  await waitFor("the gateway's lookup to show the charge", shows);
 }
 
 export async function localCharges(customerId: string) {
@@ -145,6 +164,7 @@ export async function seedRecord(opts: {
       responseStatus: complete ? (opts.response?.status ?? 201) : null,
       responseBody: complete ? (opts.response?.body ?? "{}") : null,
       finishedBy: complete ? (opts.finishedBy ?? "request") : null,
+      lastAttemptAt: past,
       createdAt: past,
       updatedAt: past,
       expiresAt: opts.expiresAt ?? new Date(now + 24 * 60 * MINUTE),
@@ -165,4 +185,14 @@ export async function chargeAtGateway(record: IdempotencyRecord, body: ReturnTyp
     },
     { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
   );
+}
+
+/**
+ * Sweeps (finishing anything idle, however young) until `done` holds. A gateway
+ * whose lookup lags answers "unproven" for a while; the sweep then waits and
+ * asks again, as the background sweeper would.
+ */
+export async function sweepUntil(what: string, done: () => Promise<boolean>, timeoutMs = 15_000) {
+  const { reapAbandoned } = await import("~/server/sweep/reapAbandoned");
+  await waitFor(what, async () => (await reapAbandoned({ olderThanMs: 0 }), done()), timeoutMs);
 }

@@ -12,7 +12,7 @@ import { reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import {
-  chargeBody, closeConnections, gatewayQuery, localCharges, newApiClient, postCharge, recordOf, uniqueKey,
+  chargeBody, closeConnections, localCharges, newApiClient, postCharge, recordOf, removeGatewayCharges, uniqueKey,
 } from "./helpers";
 
 let apiKey: string;
@@ -129,7 +129,7 @@ describe("ledger reconciliation", () => {
     assert.equal(closed.resolvedBy, engineer.id);
 
     // Out of the way of the run's closing reconciliation: these charges were never the app's.
-    await gatewayQuery("DELETE FROM sim_charges WHERE id IN (?, ?, ?)", [stranger.id, twice[0]!.id, twice[1]!.id]);
+    await removeGatewayCharges([stranger.id, twice[0]!.id, twice[1]!.id]);
     await db.ledgerMismatch.updateMany({ where: { resolvedAt: null, gatewayChargeId: { in: [twice[0]!.id, twice[1]!.id] } }, data: { resolvedAt: new Date() } });
   });
 });

@@ -151,7 +151,7 @@ describe("fencing tokens", () => {
     };
     const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: released.requestHash };
     // Not through this process's memory: each call decides from the record alone.
-    const [a, b] = await Promise.all([records.take(released, new Date()), records.take(released, new Date())]);
+    const [a, b] = await Promise.all([records.take(released, new Date(), "retry"), records.take(released, new Date(), "retry")]);
     assert.equal([a, b].filter(Boolean).length, 1, "one take matched");
     const outcome = await runIdempotent(claim, slowWork);
     assert.equal(outcome.kind, "in_progress", "the record is held by the winner's attempt");

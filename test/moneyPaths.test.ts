@@ -8,10 +8,9 @@ import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
-import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import {
-  APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance, uniqueKey,
-  waitFor,
+  APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance,
+  sweepUntil, uniqueKey, waitFor,
 } from "./helpers";
 
 const OTHER_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 4;
@@ -143,8 +142,7 @@ describe("only complete records expire", () => {
     await pruneExpired();
     assert.ok(await recordOf(key), "an in-progress record is never pruned");
     await waitFor("the gateway's late answer", async () => (await gatewayCharges(body.customer_id)).length === 1);
-    await reapAbandoned({ olderThanMs: 0 });
-    assert.equal((await recordOf(key))?.state, "complete");
+    await sweepUntil("the sweep to finish it", async () => (await recordOf(key))?.state === "complete");
     await assertLedgersAgree(body.customer_id, 1);
   });
 });
@@ -154,7 +152,7 @@ describe("keyless requests", () => {
     const body = chargeBody({ card_token: SLOWER_THAN_GATEWAY_TIMEOUT });
     const res = await postCharge({ apiKey, body });
     assert.equal(res.status, 503, res.text);
-    await reapAbandoned({ olderThanMs: 0 });
+    await sweepUntil("the sweep to record it", async () => (await localCharges(body.customer_id)).length === 1);
     await assertLedgersAgree(body.customer_id, 1);
   });
 });

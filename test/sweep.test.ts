@@ -6,9 +6,10 @@ import { pruneBatchStatement, unfinishedStatement } from "~/server/idempotency/l
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { runSweep } from "~/server/sweep/runSweep";
+import { env } from "~/env";
 import {
   chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, recordOf,
-  seedRecord, uniqueKey,
+  seedRecord, uniqueKey, untilGatewayShowsCharge,
 } from "./helpers";
 
 let apiKey: string;
@@ -43,6 +44,7 @@ describe("reaping abandoned requests", () => {
     const body = chargeBody();
     const record = await orphanedRecord(body);
     const charged = await chargeAtGateway(record, body);
+    await untilGatewayShowsCharge(record); // the record says the charge is 10 minutes old
     const result = await reapAbandoned({ olderThanMs: 5 * MINUTE });
     assert.ok(result.reconciled >= 1);
     const done = await recordOf(record.idempotencyKey!);
@@ -65,6 +67,8 @@ describe("reaping abandoned requests", () => {
     const anonymous = await seedRecord({ apiClientId: clientId, phase: "released", body: keyless, key: null });
     await chargeAtGateway(released, keyed);
     await chargeAtGateway(anonymous, keyless);
+    await untilGatewayShowsCharge(released);
+    await untilGatewayShowsCharge(anonymous);
     await reapAbandoned({ olderThanMs: 5 * MINUTE });
     for (const body of [keyed, keyless]) {
       assert.equal((await localCharges(body.customer_id)).length, 1);
@@ -85,13 +89,32 @@ describe("reaping abandoned requests", () => {
     const bodies = Array.from({ length: 12 }, () => chargeBody());
     const records = await Promise.all(bodies.map((b) => orphanedRecord(b)));
     // Half of them had reached the gateway.
-    for (const [i, record] of records.entries()) if (i % 2 === 1) await chargeAtGateway(record, bodies[i]!);
+    for (const [i, record] of records.entries()) {
+      if (i % 2 === 0) continue;
+      await chargeAtGateway(record, bodies[i]!);
+      await untilGatewayShowsCharge(record);
+    }
     const results = await Promise.all([1, 2, 3, 4].map(() => reapAbandoned({ olderThanMs: 5 * MINUTE })));
     const reaped = results.reduce((n, r) => n + r.reaped, 0);
     const reconciled = results.reduce((n, r) => n + r.reconciled, 0);
     assert.equal(reaped, 6);
     assert.equal(reconciled, 6);
     for (const [i, b] of bodies.entries()) assert.equal((await localCharges(b.customer_id)).length, i % 2 === 0 ? 0 : 1);
+  });
+
+  test("a record the lookup cannot prove yet is finished once its window has passed since the last attempt, however often sweeps run", async () => {
+    // A lookup that lags (Stripe's search) answers "unproven" for a while after the last attempt. The
+    // sweeper's own take-overs must not move that attempt time, or frequent sweeps would never finish it.
+    const body = chargeBody();
+    const record = await seedRecord({ apiClientId: clientId, phase: "lease_expired", body, ageMs: 100 });
+    const deadline = Date.now() + 3 * env.STRIPE_SEARCH_CONSISTENCY_MS + 2_000;
+    while (Date.now() < deadline && (await recordOf(record.idempotencyKey!))?.phase.name !== "complete") {
+      await reapAbandoned({ olderThanMs: 0 });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const done = await recordOf(record.idempotencyKey!);
+    assert.equal(done?.phase.name === "complete" && done.phase.finishedBy, "abandoned");
+    assert.equal(done?.lastAttemptAt.getTime(), record.lastAttemptAt.getTime(), "the sweeper never moved it");
   });
 
   test("runSweep records its run for the dashboard", async () => {

@@ -25,8 +25,29 @@ export type StackConfig = {
   env: Record<string, string>;
 };
 
-function stack(databaseUrl: string, appPort: number, gatewayPort: number, extra: Record<string, string>): StackConfig {
+/** The key the Stripe adapter uses with the simulator (it accepts any sk_test_ key). */
+export const SIMULATOR_STRIPE_KEY = "sk_test_simulator";
+
+/**
+ * The gateway settings for a stack whose simulator answers at `simulatorUrl`:
+ * GATEWAY (sim by default) and, for GATEWAY=stripe, the adapter pointed at the
+ * simulator's Stripe-compatible mode. Only `npm start` may use real Stripe: when
+ * STRIPE_SECRET_KEY is given, it is used with STRIPE_API_BASE as set (unset:
+ * the SDK's default, api.stripe.com). Tests and benchmarks always use the simulator.
+ */
+export function gatewayEnv(simulatorUrl: string, opts: { realStripeAllowed: boolean }): Record<string, string> {
+  const gateway = process.env.GATEWAY ?? "sim";
+  const env: Record<string, string> = { GATEWAY: gateway, GATEWAY_URL: simulatorUrl };
+  if (gateway !== "stripe") return env;
+  if (opts.realStripeAllowed && process.env.STRIPE_SECRET_KEY) return env;
+  return { ...env, STRIPE_SECRET_KEY: SIMULATOR_STRIPE_KEY, STRIPE_API_BASE: simulatorUrl };
+}
+
+type StackOptions = { appPort: number; gatewayPort: number; realStripeAllowed: boolean; extra: Record<string, string> };
+
+function stack(databaseUrl: string, { appPort, gatewayPort, realStripeAllowed, extra }: StackOptions): StackConfig {
   const gatewayDatabaseUrl = withDatabase(databaseUrl, `${new URL(databaseUrl).pathname.slice(1)}_gateway`);
+  const simulatorUrl = `http://127.0.0.1:${gatewayPort}`;
   return {
     databaseUrl,
     gatewayDatabaseUrl,
@@ -34,7 +55,7 @@ function stack(databaseUrl: string, appPort: number, gatewayPort: number, extra:
     gatewayPort,
     env: {
       DATABASE_URL: databaseUrl,
-      GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
+      ...gatewayEnv(simulatorUrl, { realStripeAllowed }),
       SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
       ...extra,
     },
@@ -45,7 +66,8 @@ const DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/charges";
 
 /** `npm start`: DATABASE_URL from the environment or .env, ports 3000 and 4010. */
 export function devConfig(): StackConfig {
-  return stack(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, Number(process.env.PORT ?? 3000), 4010, {});
+  const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
+  return stack(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, { ...ports, realStripeAllowed: true, extra: {} });
 }
 
 /**
@@ -56,19 +78,32 @@ export const testSlot = Number(process.env.TEST_SLOT ?? 0);
 if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error("TEST_SLOT must be 0-9");
 
 /**
+ * The simulator's search lag in tests, and the Stripe adapter's consistency
+ * window: short enough for the fault tests, and the window longer than the lag,
+ * as it must be (README "The Stripe adapter").
+ */
+export const TEST_SEARCH_LAG_MS = 500;
+const TEST_SEARCH_CONSISTENCY_MS = 1_000;
+
+/**
  * `npm test`: the same server as DATABASE_URL but its own databases
  * (charges_test, charges_test_gateway), dropped and re-created on every run.
+ * GATEWAY=stripe runs everything through the Stripe adapter, against the
+ * simulator (never against Stripe itself).
  */
 export function testConfig(): StackConfig {
   const base = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const name = testSlot === 0 ? "charges_test" : `charges_test${testSlot}`;
-  return stack(withDatabase(base, name), 3100 + 20 * testSlot, 4110 + 20 * testSlot, {
+  const extra = {
     NODE_ENV: "test",
     // Short enough for the fault tests to see timeouts, long enough for CI's noise.
     GATEWAY_TIMEOUT_MS: "5000",
     REAP_AFTER_MS: "60000",
     DATABASE_POOL_SIZE: "10",
+    STRIPE_SEARCH_CONSISTENCY_MS: String(TEST_SEARCH_CONSISTENCY_MS),
     // Tests reconcile when they mean to (and the run ends with one), not whenever a sweep is due.
     RECONCILE_INTERVAL_MS: "0",
-  });
+  };
+  const ports = { appPort: 3100 + 20 * testSlot, gatewayPort: 4110 + 20 * testSlot };
+  return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra });
 }

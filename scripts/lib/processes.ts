@@ -66,14 +66,22 @@ async function startService(name: string, command: string, args: string[], env: 
   return { service: { name, url: baseUrl, child, stop: () => stopChild(child) } as Service, ready: waitForHttp(healthUrl, 120_000, child) };
 }
 
-/** The simulated payment gateway, on its own port with its own database. */
-export async function startGateway(opts: { port: number; databaseUrl: string } & Output): Promise<Service> {
+/** The simulated payment gateway (both protocols), on its own port with its own database. */
+export async function startGateway(
+  opts: {
+    port: number;
+    databaseUrl: string;
+    /** Stripe mode: how long a new PaymentIntent stays invisible to search (the simulator's default otherwise). */
+    searchLagMs?: number;
+  } & Output,
+): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
+  const lag = opts.searchLagMs === undefined ? {} : { GATEWAY_SEARCH_LAG_MS: String(opts.searchLagMs) };
   const { service, ready } = await startService(
     "gateway",
     bin("tsx"),
     ["src/gateway-sim/server.ts"],
-    { GATEWAY_PORT: String(opts.port), GATEWAY_DATABASE_URL: opts.databaseUrl },
+    { GATEWAY_PORT: String(opts.port), GATEWAY_DATABASE_URL: opts.databaseUrl, ...lag },
     `${url}/health`,
     url,
     opts,

@@ -7,6 +7,10 @@
  *   GET  /v1/charges/by-idempotency-key/:key
  *   GET  /v1/charges?created_gte=&created_lt=&starting_after=&limit=   (the charge list, oldest first)
  *   GET  /health
+ *
+ * It also speaks the part of Stripe's API that the Stripe adapter uses
+ * (/v1/payment_intents, see ./stripe/api.ts), on the same port, so one
+ * simulator serves either gateway setting.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -14,11 +18,15 @@ import * as mariadb from "mariadb";
 import { z } from "zod";
 import { mysqlConnectionOptions } from "../lib/mysqlUrl";
 import { behaviourFor } from "./behaviour";
+import { stripeApi } from "./stripe/api";
+import { ensureStripeSchema } from "./stripe/schema";
 
 const config = z
   .object({
     GATEWAY_DATABASE_URL: z.string().url().default("mysql://root@127.0.0.1:3306/charges_gateway"),
     GATEWAY_PORT: z.coerce.number().int().default(4010),
+    /** Stripe mode: how long a new PaymentIntent stays invisible to search. */
+    GATEWAY_SEARCH_LAG_MS: z.coerce.number().int().min(0).default(1_000),
   })
   .parse(process.env);
 
@@ -95,11 +103,13 @@ async function ensureSchema(url: string) {
   );
   const have = new Set(columns.map((c) => c.COLUMN_NAME));
   for (const [column, ddl] of Object.entries(LATER_COLUMNS)) if (!have.has(column)) await conn.query(ddl);
+  await ensureStripeSchema(conn);
   await conn.end();
 }
 
 await ensureSchema(config.GATEWAY_DATABASE_URL);
 const pool = mariadb.createPool(databaseOptions(config.GATEWAY_DATABASE_URL));
+const stripe = stripeApi(pool, { searchLagMs: config.GATEWAY_SEARCH_LAG_MS });
 
 function send(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { "Content-Type": "application/json" });
@@ -223,6 +233,7 @@ const server = createServer((req, res) => {
   const url = new URL(req.url ?? "/", "http://gateway");
   const byKey = /^\/v1\/charges\/by-idempotency-key\/(.+)$/.exec(url.pathname);
   const handle = async () => {
+    if (await stripe(req, res, url)) return;
     if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);
     if (req.method === "GET" && url.pathname === "/v1/charges") return listCharges(url, res);
     if (req.method === "GET" && byKey) {

@@ -15,6 +15,7 @@ const row = (over: Partial<RecordRow>): RecordRow => ({
   responseStatus: null,
   responseBody: null,
   finishedBy: null,
+  lastAttemptAt: now,
   createdAt: now,
   updatedAt: now,
   expiresAt: now,

@@ -12,6 +12,7 @@ ALTER TABLE `idempotent_requests`
     MODIFY `idempotency_key` VARBINARY(64) NULL,
     ADD COLUMN `attempt` INTEGER NOT NULL DEFAULT 1 AFTER `state`,
     ADD COLUMN `lease_expires_at` DATETIME(6) NULL AFTER `attempt`,
+    ADD COLUMN `last_attempt_at` DATETIME(6) NULL AFTER `lease_expires_at`,
     ADD COLUMN `finished_by` ENUM('request', 'reconciled', 'abandoned') NULL AFTER `response_body`;
 
 -- A held record keeps its holder for the old reap delay (5 min); a complete one
@@ -22,6 +23,8 @@ UPDATE `idempotent_requests`
 UPDATE `idempotent_requests`
    SET `finished_by` = COALESCE(`reaped_as`, 'request')
  WHERE `state` = 'complete';
+UPDATE `idempotent_requests` SET `last_attempt_at` = `updated_at`;
+ALTER TABLE `idempotent_requests` MODIFY `last_attempt_at` DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6);
 
 -- Only complete records are pruned: the prune walks (state, expires_at).
 DROP INDEX `idempotent_requests_prune_idx` ON `idempotent_requests`;

@@ -43,12 +43,16 @@ export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput)
 /**
  * What happened to an operation nobody finished, asked of the gateway without
  * creating anything: the real answer if it charged, 500 request_abandoned if it
- * provably did not, and unknown (ask again later) if it cannot tell yet.
- * `lastAttemptAt` is when the app last called the gateway for it.
+ * provably did not, and unknown (ask again later) if it cannot tell yet (a
+ * provider whose lookup lags, until long enough after the last attempt).
  */
-export async function settleFromGateway(held: HeldClaim, lastAttemptAt: Date): Promise<WorkResult> {
+export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
   const gatewayKey = deriveGatewayKey(held.record);
-  const lookup = await gateway.findCharge({ idempotencyKey: gatewayKey, metadata: metadataFor(held.record), lastAttemptAt });
+  const lookup = await gateway.findCharge({
+    idempotencyKey: gatewayKey,
+    metadata: metadataFor(held.record),
+    lastAttemptAt: held.record.lastAttemptAt,
+  });
   switch (lookup.kind) {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");

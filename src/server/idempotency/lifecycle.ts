@@ -60,6 +60,8 @@ export type IdempotencyRecord = {
   requestHash: string;
   attempt: number;
   phase: Phase;
+  /** When a request last started work that may have reached the gateway (see the schema). */
+  lastAttemptAt: Date;
   createdAt: Date;
   updatedAt: Date;
   expiresAt: Date;
@@ -81,7 +83,7 @@ export const keyFromBytes = (bytes: Uint8Array): string => Buffer.from(bytes).to
 export type RecordRow = Pick<
   IdempotentRequest,
   | "id" | "idempotencyKey" | "route" | "apiClientId" | "requestHash" | "state" | "attempt" | "leaseExpiresAt"
-  | "responseStatus" | "responseBody" | "finishedBy" | "createdAt" | "updatedAt" | "expiresAt"
+  | "lastAttemptAt" | "responseStatus" | "responseBody" | "finishedBy" | "createdAt" | "updatedAt" | "expiresAt"
 >;
 
 export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
@@ -111,6 +113,7 @@ export function decodeRecord(row: RecordRow, now: Date = new Date()): Idempotenc
     requestHash: row.requestHash,
     attempt: row.attempt,
     phase: phaseOf(row, now),
+    lastAttemptAt: row.lastAttemptAt,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     expiresAt: row.expiresAt,
@@ -146,27 +149,35 @@ export function claimStatement(
 ): Statement {
   return {
     sql: `INSERT INTO idempotent_requests
-            (idempotency_key, route, api_client_id, request_hash, state, attempt, lease_expires_at,
+            (idempotency_key, route, api_client_id, request_hash, state, attempt, lease_expires_at, last_attempt_at,
              created_at, updated_at, expires_at)
-          VALUES (?, ?, ?, ?, 'in_progress', 1, ?, ?, ?, ?)`,
+          VALUES (?, ?, ?, ?, 'in_progress', 1, ?, ?, ?, ?, ?)`,
     values: [
       claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
-      claim.route, claim.apiClientId, claim.requestHash, later(now, leaseMs), now, now, later(now, ttlMs),
+      claim.route, claim.apiClientId, claim.requestHash, later(now, leaseMs), now, now, now, later(now, ttlMs),
     ],
   };
 }
 
 /**
+ * Who takes a claim over: a retry, whose work calls the gateway again (its
+ * attempt time moves), or recovery (the sweeper, the reconciliation), which only
+ * asks the gateway what happened and leaves the attempt time where it was.
+ */
+export type Taker = "retry" | "recovery";
+
+/**
  * take: released or lease_expired -> held, attempt + 1. The key lives on for its
  * whole lifetime from now: a retry after many hours is still the same operation.
  */
-export function takeStatement(record: IdempotencyRecord, now: Date, { leaseMs, ttlMs }: Timing): Statement {
+export function takeStatement(record: IdempotencyRecord, now: Date, { leaseMs, ttlMs }: Timing, taker: Taker): Statement {
   return {
     sql: `UPDATE idempotent_requests
-             SET attempt = attempt + 1, lease_expires_at = ?, updated_at = ?, expires_at = GREATEST(expires_at, ?)
+             SET attempt = attempt + 1, lease_expires_at = ?, updated_at = ?, expires_at = GREATEST(expires_at, ?),
+                 last_attempt_at = ${taker === "retry" ? "?" : "last_attempt_at"}
            WHERE id = ? AND attempt = ? AND state = 'in_progress'
              AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`,
-    values: [later(now, leaseMs), now, later(now, ttlMs), record.id, record.attempt, now],
+    values: [later(now, leaseMs), now, later(now, ttlMs), ...(taker === "retry" ? [now] : []), record.id, record.attempt, now],
   };
 }
 
@@ -250,7 +261,8 @@ export function unfinishedStatement(now: Date, idleMs: number, limit: number): S
 
 /** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
 const SQL_COLUMNS = `id, idempotency_key AS idempotencyKey, route, api_client_id AS apiClientId, request_hash AS requestHash,
-  state, attempt, lease_expires_at AS leaseExpiresAt, response_status AS responseStatus, response_body AS responseBody,
+  state, attempt, lease_expires_at AS leaseExpiresAt, last_attempt_at AS lastAttemptAt,
+  response_status AS responseStatus, response_body AS responseBody,
   finished_by AS finishedBy, created_at AS createdAt, updated_at AS updatedAt, expires_at AS expiresAt`;
 
 /** Prisma filters for the lists of the dashboard, by phase (lease_expired is part of "in progress"). */

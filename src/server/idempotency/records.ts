@@ -12,7 +12,7 @@ import {
 import {
   claimStatement, completeStatement, decodeRecord, expireStatement, keyToBytes, lockStatement, pruneBatchStatement,
   releaseStatement, renewStatement, takeStatement, unfinishedStatement, type FinishedBy, type IdempotencyRecord, type RecordRow,
-  type Timing,
+  type Taker, type Timing,
 } from "./lifecycle";
 import type { ClaimInput, StoredResponse } from "./types";
 
@@ -39,6 +39,7 @@ export async function insertClaim(claim: ClaimInput, now: Date): Promise<Idempot
       ...claim,
       attempt: 1,
       phase: { name: "held", leaseExpiresAt },
+      lastAttemptAt: now,
       createdAt: now,
       updatedAt: now,
       expiresAt: new Date(now.getTime() + timing.ttlMs),
@@ -62,13 +63,14 @@ export async function findById(id: bigint, now = new Date()): Promise<Idempotenc
 }
 
 /** take: the record, held by this process under the next attempt; null when someone else moved it first. */
-export async function take(record: IdempotencyRecord, now: Date): Promise<IdempotencyRecord | null> {
-  const changed = await retryOnLockConflict(() => execute(takeStatement(record, now, timing)));
+export async function take(record: IdempotencyRecord, now: Date, taker: Taker): Promise<IdempotencyRecord | null> {
+  const changed = await retryOnLockConflict(() => execute(takeStatement(record, now, timing, taker)));
   if (changed !== 1) return null;
   return {
     ...record,
     attempt: record.attempt + 1,
     phase: { name: "held", leaseExpiresAt: new Date(now.getTime() + timing.leaseMs) },
+    lastAttemptAt: taker === "retry" ? now : record.lastAttemptAt,
     updatedAt: now,
     expiresAt: new Date(Math.max(record.expiresAt.getTime(), now.getTime() + timing.ttlMs)),
   };

@@ -22,7 +22,7 @@ export async function finishUnfinished(
   record: IdempotencyRecord,
   settle: (held: HeldClaim) => Promise<WorkResult>,
 ): Promise<RecoveryResult> {
-  const taken = await records.take(record, new Date());
+  const taken = await records.take(record, new Date(), "recovery");
   if (!taken) return { kind: "lost" };
   let finishedBy: FinishedBy = "request";
   const outcome = await workUnderClaim(taken, async (held) => {

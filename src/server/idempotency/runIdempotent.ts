@@ -113,7 +113,7 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | { k
       case "in_progress":
         return { kind: "in_progress", since: existing.createdAt };
       case "take": {
-        const taken = await records.take(existing, now);
+        const taken = await records.take(existing, now, "retry");
         if (taken) return { kind: "claimed", record: taken };
         return { kind: "in_progress", since: existing.createdAt };
       }

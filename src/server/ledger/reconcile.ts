@@ -152,7 +152,9 @@ async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date
     count += page.length;
     for (const charge of page) {
       const inOrderNow = () => inOrder.add(fingerprint({ kind: "app_charge_without_gateway_charge", subject: charge.id }));
-      if (seenKeys.has(charge.gatewayIdempotencyKey)) {
+      // A decline moved no money; a provider may refuse one without keeping any object of it (Stripe, for
+      // a payment method it does not know), so only a succeeded app charge must have its gateway charge.
+      if (seenKeys.has(charge.gatewayIdempotencyKey) || charge.status === "failed") {
         inOrderNow();
         continue;
       }

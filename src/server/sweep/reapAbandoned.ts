@@ -23,7 +23,7 @@ export async function reapAbandoned({
   const result: ReapResult = { reaped: 0, reconciled: 0, skipped: 0 };
   for (const candidate of await findUnfinished(olderThanMs, batchSize)) {
     try {
-      const finished = await finishUnfinished(candidate, (held) => settleFromGateway(held, candidate.updatedAt));
+      const finished = await finishUnfinished(candidate, settleFromGateway);
       if (finished.kind === "finished") result[finished.finishedBy === "abandoned" ? "reaped" : "reconciled"] += 1;
       else result.skipped += 1; // lost to a retry or another sweeper, or the gateway cannot tell yet
     } catch (error) {

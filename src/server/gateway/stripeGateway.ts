@@ -1,0 +1,302 @@
+import Stripe from "stripe";
+import { stripePaymentMethod } from "./stripeTestCards";
+import {
+  GatewayOutcomeUnknownError,
+  type ChargeMetadata,
+  type GatewayCharge,
+  type GatewayChargeRequest,
+  type GatewayLookup,
+  type ListedGatewayCharge,
+  type PaymentGateway,
+} from "./types";
+
+/**
+ * Stripe through its official SDK. A charge is a PaymentIntent created and
+ * confirmed in one call, sent with the derived gateway key as Stripe's
+ * Idempotency-Key and the operation's ids in `metadata`. README "The Stripe
+ * adapter" explains the choices; in short:
+ *
+ * - The SDK's own retries are off (`maxNetworkRetries: 0`). The app already
+ *   retries (the client, with the same operation key, and this adapter on a 409),
+ *   and SDK retries would stretch one call past `timeoutMs`, the bound the
+ *   sweeper's REAP_AFTER_MS relies on. The one retry the SDK still makes (a
+ *   connection closed under it) reuses our Idempotency-Key, so it cannot charge twice.
+ * - Stripe answers 409 while another request with the key is executing: the
+ *   adapter waits and asks again with the same key until `timeoutMs` is spent.
+ * - Stripe has no lookup by idempotency key, so `findCharge` searches by the
+ *   metadata. Search lags behind writes: a miss is only a proof once the last
+ *   attempt is older than `searchConsistencyMs`; before that it is `unproven`.
+ */
+export type StripeGatewayOptions = {
+  secretKey: string;
+  /** Where the API is (tests: the simulator); unset means api.stripe.com. */
+  apiBase?: string;
+  /** How long after the last attempt a search miss still proves nothing. */
+  searchConsistencyMs: number;
+  /** Timeout of one lookup or list call. */
+  lookupTimeoutMs?: number;
+};
+
+/** Metadata keys on every PaymentIntent the app makes. */
+const META = {
+  requestId: "request_id",
+  apiClientId: "api_client_id",
+  idempotencyKey: "idempotency_key",
+  /** The derived gateway key: what `findCharge` searches for and `listCharges` reports. */
+  gatewayKey: "gateway_key",
+  /** The client's own customer reference (not a Stripe Customer). */
+  customerId: "customer_id",
+} as const;
+
+/** Stripe's invalid_request_error codes that refuse this payment for good (no money moved), as a decline would. */
+const REFUSALS = new Set(["amount_too_small", "amount_too_large", "resource_missing"]);
+
+const IN_FLIGHT_RETRY_MS = [250, 500, 1_000];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A search value in Stripe's query language: quoted, quotes and backslashes escaped. */
+const quote = (value: string) => `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+
+function metadataFor(request: GatewayChargeRequest, gatewayKey: string): Record<string, string> {
+  const m = request.metadata;
+  return {
+    [META.requestId]: m.requestId,
+    [META.apiClientId]: m.apiClientId,
+    ...(m.idempotencyKey !== null && { [META.idempotencyKey]: m.idempotencyKey }),
+    [META.gatewayKey]: gatewayKey,
+    ...(request.customerId !== null && { [META.customerId]: request.customerId }),
+  };
+}
+
+function chargeMetadata(metadata: Stripe.Metadata): ChargeMetadata | null {
+  const requestId = metadata[META.requestId];
+  const apiClientId = metadata[META.apiClientId];
+  if (requestId === undefined || apiClientId === undefined) return null; // not made by this app
+  return { requestId, apiClientId, idempotencyKey: metadata[META.idempotencyKey] ?? null };
+}
+
+/**
+ * A PaymentIntent as the app's charge: succeeded, or declined when it ended
+ * without moving money. Undefined while money may still move (processing).
+ */
+function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
+  const base = {
+    id: intent.id,
+    amountCents: intent.amount,
+    currency: intent.currency,
+    customerId: intent.metadata[META.customerId] ?? null,
+  };
+  switch (intent.status) {
+    case "succeeded":
+      return { ...base, status: "succeeded", declineCode: null, message: null };
+    case "requires_payment_method": // the confirmation failed
+    case "canceled":
+    case "requires_action": // 3-D Secure; no customer is there to complete it
+    case "requires_confirmation": {
+      const error = intent.last_payment_error;
+      const code =
+        error?.decline_code ??
+        error?.code ??
+        (intent.status === "requires_action" ? "authentication_required" : intent.status);
+      return { ...base, status: "declined", declineCode: code, message: error?.message ?? null };
+    }
+    default: // processing, requires_capture: not final
+      return undefined;
+  }
+}
+
+function toListed(intent: Stripe.PaymentIntent): ListedGatewayCharge {
+  const charge = fromIntent(intent);
+  if (!charge)
+    throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: list this window again once it settles`);
+  return {
+    ...charge,
+    idempotencyKey: intent.metadata[META.gatewayKey] ?? "",
+    createdAt: new Date(intent.created * 1000),
+    metadata: chargeMetadata(intent.metadata),
+  };
+}
+
+/** The definite "no" hidden in a Stripe error, as a declined charge; undefined when the outcome is not known. */
+function declineFrom(error: unknown, request: GatewayChargeRequest): GatewayCharge | undefined {
+  if (!(error instanceof Stripe.errors.StripeError)) return undefined;
+  const raw = error.raw as { message?: string; payment_intent?: Stripe.PaymentIntent };
+  const refused =
+    error.type === "StripeCardError" ||
+    (error.type === "StripeInvalidRequestError" && REFUSALS.has(error.code ?? "") && error.param !== "id");
+  if (!refused) return undefined;
+  // A card error carries the failed PaymentIntent; a refusal before one was made
+  // has only Stripe's request id to name it.
+  const id = raw.payment_intent?.id ?? error.requestId;
+  if (!id) return undefined;
+  const declineCode =
+    error.code === "resource_missing" ? "invalid_token" : (error.decline_code ?? error.code ?? "card_declined");
+  return {
+    id,
+    status: "declined",
+    amountCents: request.amountCents,
+    currency: request.currency,
+    customerId: request.customerId,
+    declineCode,
+    message: raw.message ?? null,
+  };
+}
+
+/** 409: another request with this key is executing (idempotency_key_in_use), or the object is locked. */
+const isInFlight = (error: unknown) => error instanceof Stripe.errors.StripeError && error.statusCode === 409;
+
+function unknownOutcome(error: unknown): GatewayOutcomeUnknownError {
+  if (error instanceof GatewayOutcomeUnknownError) return error;
+  if (error instanceof Stripe.errors.StripeError) {
+    // An idempotency_error means this key was first sent with other parameters:
+    // that first request may have charged, so this is no proof of anything.
+    const what =
+      error.type === "StripeIdempotencyError" ? "idempotency_error (key used with other parameters)" : error.type;
+    return new GatewayOutcomeUnknownError(`stripe: ${what} ${error.statusCode ?? ""}: ${error.message}`, {
+      cause: error,
+    });
+  }
+  return new GatewayOutcomeUnknownError(`stripe: ${String(error)}`, { cause: error });
+}
+
+/** Rejects at the deadline whatever the SDK is doing (its socket timeout is an idle timeout, not a total one). */
+function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new GatewayOutcomeUnknownError("stripe: no answer before the timeout")),
+      deadline - Date.now(),
+    );
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+export class StripePaymentGateway implements PaymentGateway {
+  private readonly stripe: Stripe;
+  private readonly lookupTimeoutMs: number;
+
+  constructor(private readonly options: StripeGatewayOptions) {
+    const base = options.apiBase ? new URL(options.apiBase) : undefined;
+    const protocol = base?.protocol === "http:" ? "http" : "https";
+    this.stripe = new Stripe(options.secretKey, {
+      maxNetworkRetries: 0,
+      telemetry: false,
+      appInfo: { name: "charges" },
+      ...(base && { host: base.hostname, port: Number(base.port || (protocol === "http" ? 80 : 443)), protocol }),
+    });
+    this.lookupTimeoutMs = options.lookupTimeoutMs ?? 10_000;
+  }
+
+  async charge(
+    request: GatewayChargeRequest,
+    { idempotencyKey, timeoutMs }: { idempotencyKey: string; timeoutMs: number },
+  ) {
+    const deadline = Date.now() + timeoutMs;
+    // The same parameters on every call with this key, or Stripe answers idempotency_error.
+    const params: Stripe.PaymentIntentCreateParams = {
+      amount: request.amountCents,
+      currency: request.currency,
+      payment_method: stripePaymentMethod(request.cardToken),
+      allowed_payment_method_types: ["card"],
+      confirm: true,
+      // A card that wants 3-D Secure fails now (a card error) instead of waiting for a customer who is not there.
+      error_on_requires_action: true,
+      metadata: metadataFor(request, idempotencyKey),
+    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const timeout = Math.max(1, deadline - Date.now());
+        const intent = await beforeDeadline(
+          this.stripe.paymentIntents.create(params, { idempotencyKey, timeout, maxNetworkRetries: 0 }),
+          deadline,
+        );
+        const charge = fromIntent(intent);
+        if (!charge) throw new GatewayOutcomeUnknownError(`stripe: PaymentIntent ${intent.id} is ${intent.status}`);
+        return charge;
+      } catch (error) {
+        const declined = declineFrom(error, request);
+        if (declined) return declined;
+        const wait = IN_FLIGHT_RETRY_MS[Math.min(attempt, IN_FLIGHT_RETRY_MS.length - 1)]!;
+        if (isInFlight(error) && Date.now() + wait < deadline) {
+          await sleep(wait);
+          continue;
+        }
+        throw unknownOutcome(error);
+      }
+    }
+  }
+
+  /**
+   * Searches by the gateway key in the metadata, then reads each hit itself
+   * (retrieve is strongly consistent; a search hit may show an old status).
+   */
+  async findCharge(lookup: {
+    idempotencyKey: string;
+    metadata: ChargeMetadata;
+    lastAttemptAt: Date;
+  }): Promise<GatewayLookup> {
+    const { idempotencyKey, metadata, lastAttemptAt } = lookup;
+    const options = { timeout: this.lookupTimeoutMs };
+    const query = `metadata[${quote(META.gatewayKey)}]:${quote(idempotencyKey)}`;
+    const hits = await this.stripe.paymentIntents.search({ query, limit: 10 }, options);
+    if (hits.data.length === 0) {
+      const since = Date.now() - lastAttemptAt.getTime();
+      if (since < this.options.searchConsistencyMs) {
+        const window = this.options.searchConsistencyMs;
+        const reason = `search found nothing ${since} ms after the last attempt; it may lag up to ${window} ms`;
+        return { kind: "unproven", reason };
+      }
+      return { kind: "not_charged" };
+    }
+    const intents = await Promise.all(hits.data.map((hit) => this.stripe.paymentIntents.retrieve(hit.id, {}, options)));
+    const mine = intents.filter((i) => i.metadata[META.gatewayKey] === idempotencyKey);
+    for (const intent of mine) {
+      if (intent.metadata[META.requestId] !== metadata.requestId) {
+        const owner = intent.metadata[META.requestId];
+        throw new Error(`PaymentIntent ${intent.id} has gateway key ${idempotencyKey} but belongs to request ${owner}`);
+      }
+    }
+    const charges = mine.map(fromIntent);
+    if (charges.some((c) => c === undefined))
+      return { kind: "unproven", reason: "a PaymentIntent under this key is processing" };
+    // One intent per key is all Stripe's idempotency allows; were there more, the one that moved money matters.
+    const charge = charges.find((c) => c!.status === "succeeded") ?? charges[0];
+    return charge ? { kind: "charged", charge } : { kind: "not_charged" };
+  }
+
+  /**
+   * The PaymentIntents created in [since, until), oldest first. Stripe's
+   * `created` is whole seconds, so both bounds are floored to the second:
+   * consecutive windows still cover every intent exactly once. Stripe lists
+   * newest first; a walk forwards pages with `ending_before` from the oldest
+   * page, which the first call reaches by walking back through the window.
+   */
+  async listCharges({
+    since,
+    until,
+    cursor,
+    limit = 100,
+  }: {
+    since: Date;
+    until: Date;
+    cursor?: string;
+    limit?: number;
+  }) {
+    const options = { timeout: this.lookupTimeoutMs };
+    const created = { gte: Math.floor(since.getTime() / 1000), lt: Math.floor(until.getTime() / 1000) };
+    if (cursor) {
+      const page = await this.stripe.paymentIntents.list({ created, limit, ending_before: cursor }, options);
+      const charges = page.data.toReversed().map(toListed);
+      return { charges, nextCursor: page.has_more ? charges.at(-1)!.id : null };
+    }
+    let page = await this.stripe.paymentIntents.list({ created, limit }, options);
+    let newerPages = false;
+    while (page.has_more) {
+      page = await this.stripe.paymentIntents.list({ created, limit, starting_after: page.data.at(-1)!.id }, options);
+      newerPages = true;
+    }
+    const charges = page.data.toReversed().map(toListed);
+    return { charges, nextCursor: newerPages && charges.length > 0 ? charges.at(-1)!.id : null };
+  }
+}
