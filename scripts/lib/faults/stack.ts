@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import * as mariadb from "mariadb";
 import { hashApiKey } from "~/server/auth/apiKeyHash";
-import { root, testSlot } from "../config";
+import { gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
 import { createDatabase, PrivateMariaDb } from "../mariadbServer";
 import { applyMigrations } from "../migrate";
 import { startApp, startGateway, startSweeper, type Service } from "../processes";
@@ -21,6 +21,8 @@ export const RUN_TIMINGS = {
   REAP_AFTER_MS: "4000",
   SWEEP_INTERVAL_MS: "1000",
   RECONCILE_INTERVAL_MS: "5000",
+  /** With GATEWAY=stripe: longer than the simulator's search lag (TEST_SEARCH_LAG_MS), as it must be. */
+  STRIPE_SEARCH_CONSISTENCY_MS: "1000",
   DATABASE_POOL_SIZE: "10",
 };
 
@@ -58,14 +60,20 @@ export async function startFaultStack() {
   const env = {
     NODE_ENV: "test",
     DATABASE_URL: databaseUrl,
-    GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
+    // GATEWAY=stripe runs it through the Stripe adapter against the simulator's Stripe mode.
+    ...gatewayEnv(`http://127.0.0.1:${gatewayPort}`, { realStripeAllowed: false }),
     SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
     ...RUN_TIMINGS,
   };
   const logs = path.join(root, `.data/faults-logs${suffix}`);
   mkdirSync(logs, { recursive: true });
   const log = (name: string) => ({ log: path.join(logs, `${name}.log`) });
-  const gateway = await startGateway({ port: gatewayPort, databaseUrl: gatewayDatabaseUrl, ...log("gateway") });
+  const gateway = await startGateway({
+    port: gatewayPort,
+    databaseUrl: gatewayDatabaseUrl,
+    searchLagMs: TEST_SEARCH_LAG_MS,
+    ...log("gateway"),
+  });
   const apps: Service[] = [];
   for (const [i, port] of appPorts.entries()) apps.push(await startApp({ port, env, ...log(`app-${i}`) }));
   let sweeper = startSweeper(env, log("sweeper"));
