@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
@@ -15,6 +16,13 @@ export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 export { db };
 
 export type ApiResponse = { status: number; headers: Headers; json: any; text: string };
+
+/** An answer in the documented error format, with this status and code. */
+export function assertError(res: { status: number; json: any; text: string }, status: number, code: string) {
+  assert.equal(res.status, status, res.text);
+  assert.equal(res.json?.error?.code, code, res.text);
+  assert.equal(typeof res.json.error.message, "string");
+}
 
 export async function newApiClient(name = "test client") {
   const { client, apiKey } = await createApiClient(`${name} ${randomUUID().slice(0, 8)}`);

@@ -1,0 +1,38 @@
+/** Reading charges back, and the answers of unknown paths and methods. */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { APP_URL, assertError, closeConnections, newApiClient, postCharge, uniqueKey } from "./helpers";
+
+let apiKey: string;
+let clientId: number;
+before(async () => ({ apiKey, id: clientId } = await newApiClient("reading")));
+after(closeConnections);
+
+describe("reading charges", () => {
+  test("GET /api/charges/:id for its owner; 404 for anyone else", async () => {
+    const created = await postCharge({ apiKey, key: uniqueKey() });
+    const mine = await fetch(`${APP_URL}/api/charges/${created.json.id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+    assert.equal(mine.status, 200);
+    assert.deepEqual(await mine.json(), created.json);
+    const other = await newApiClient("reader");
+    const theirs = await fetch(`${APP_URL}/api/charges/${created.json.id}`, { headers: { Authorization: `Bearer ${other.apiKey}` } });
+    assertError({ status: theirs.status, json: await theirs.json(), text: "" }, 404, "not_found");
+  });
+  test("unknown paths and methods answer in the error format", async () => {
+    const res = await fetch(`${APP_URL}/api/nothing-here`);
+    assertError({ status: res.status, json: await res.json(), text: "" }, 404, "not_found");
+    const put = await fetch(`${APP_URL}/api/charges`, { method: "PUT" });
+    assertError({ status: put.status, json: await put.json(), text: "" }, 405, "method_not_allowed");
+  });
+  test("GET /api/health checks the database and reports the pool's recent use", async () => {
+    const res = await fetch(`${APP_URL}/api/health`);
+    assert.equal(res.status, 200);
+    const health = await res.json();
+    assert.equal(health.database, "ok");
+    // Its own SELECT 1 took a connection in the current 100 ms slot.
+    const slot = health.pool.recent.at(-1);
+    assert.ok(slot.at <= Date.now() && slot.at > Date.now() - 30_000);
+    assert.ok(slot.acquired >= 1 && slot.maxActive >= 1 && slot.maxActive <= health.pool.limit);
+    assert.ok(slot.heldMs >= 0);
+  });
+});
