@@ -38,9 +38,10 @@
  */
 import type { FinishedBy, IdempotentRequest } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
-import type { StoredResponse } from "./types";
-
 export type { FinishedBy };
+
+/** The exact answer stored for an operation: replayed verbatim. */
+export type StoredResponse = { status: number; body: string };
 
 export type Phase =
   | { name: "held"; leaseExpiresAt: Date }

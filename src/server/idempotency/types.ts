@@ -1,8 +1,7 @@
 import type { Statement } from "~/server/db";
-import type { FinishedBy, IdempotencyRecord } from "./lifecycle";
+import type { FinishedBy, IdempotencyRecord, StoredResponse } from "./lifecycle";
 
-/** The exact answer stored for an operation: replayed verbatim. */
-export type StoredResponse = { status: number; body: string };
+export type { StoredResponse };
 
 /** What identifies an operation and its payload. A null key is a keyless request (its own operation). */
 export type ClaimInput = { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string };

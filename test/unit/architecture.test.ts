@@ -1,0 +1,60 @@
+/**
+ * Where the rules live, checked: the idempotency module's files import each
+ * other without a cycle, only the lifecycle module (and the persistence layer
+ * it feeds) writes SQL about idempotency records, and the SDK imports no server
+ * code beyond the two shared, import-free files.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const read = (file: string) => readFileSync(path.join(root, file), "utf8");
+const filesUnder = (dir: string): string[] =>
+  readdirSync(path.join(root, dir)).flatMap((name) => {
+    const rel = `${dir}/${name}`;
+    return statSync(path.join(root, rel)).isDirectory() ? filesUnder(rel) : /\.tsx?$/.test(name) ? [rel] : [];
+  });
+const importsOf = (source: string) => [...source.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+
+test("the idempotency module's files import each other without a cycle", () => {
+  const dir = "src/server/idempotency";
+  const graph = new Map<string, string[]>();
+  for (const file of filesUnder(dir)) {
+    const local = importsOf(read(file)).filter((spec) => spec.startsWith("./")).map((spec) => `${dir}/${spec.slice(2)}.ts`);
+    graph.set(file, local);
+  }
+  const visiting = new Set<string>();
+  const done = new Set<string>();
+  const visit = (file: string, trail: string[]) => {
+    if (done.has(file)) return;
+    assert.ok(!visiting.has(file), `import cycle: ${[...trail, file].join(" -> ")}`);
+    visiting.add(file);
+    for (const next of graph.get(file) ?? []) visit(next, [...trail, file]);
+    visiting.delete(file);
+    done.add(file);
+  };
+  for (const file of graph.keys()) visit(file, []);
+});
+
+test("only the idempotency module holds SQL about idempotent_requests in the request path", () => {
+  const writers = ["src/server/charges", "src/server/sweep", "src/server/rollout", "src/app/api"].flatMap(filesUnder);
+  for (const file of writers) {
+    assert.doesNotMatch(read(file), /(UPDATE|INSERT INTO|DELETE FROM|FROM)\s+idempotent_requests/i, `${file} writes SQL about records`);
+  }
+  const idempotency = filesUnder("src/server/idempotency").filter((f) => /idempotent_requests/.test(read(f)));
+  assert.deepEqual(idempotency.sort(), ["src/server/idempotency/lifecycle.ts"], "the statements live in lifecycle.ts");
+});
+
+test("the SDK imports no server code but the two shared, import-free files", () => {
+  for (const file of filesUnder("src/client")) {
+    for (const spec of importsOf(read(file))) {
+      if (!spec.includes("server")) continue;
+      assert.match(spec, /server\/http\/(errorRegistry|idempotencyProtocol)$/, `${file} imports ${spec}`);
+    }
+  }
+  for (const shared of ["src/server/http/errorRegistry.ts", "src/server/http/idempotencyProtocol.ts"]) {
+    assert.deepEqual(importsOf(read(shared)), [], `${shared} imports nothing`);
+  }
+});
