@@ -12,7 +12,10 @@ import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
 import { SERVER_CODE_FLAGS, startGateway, type Service } from "../scripts/lib/processes";
+import { env } from "~/env";
+import { chargesOfCustomer } from "~/gateway-sim/inspect";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { gatewayEnv, TEST_SEARCH_LAG_MS } from "../scripts/lib/config";
 import { hashApiKey } from "~/server/auth/apiClients";
 import { chargeBody, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
 
@@ -34,8 +37,7 @@ let gatewayService: Service;
 let app: Awaited<ReturnType<typeof startAppInstance>>;
 let gatewayPool: mariadb.Pool;
 
-const gatewayCharges = (customerId: string): Promise<{ id: string }[]> =>
-  gatewayPool.query("SELECT id FROM sim_charges WHERE customer_id = ?", [customerId]);
+const gatewayCharges = (customerId: string) => chargesOfCustomer(gatewayPool, env.GATEWAY, customerId);
 
 async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
   const conn = await mariadb.createConnection({ host: "127.0.0.1", port: DB_PORT, user: "root", database: "charges_restart" });
@@ -46,11 +48,11 @@ async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
   }
 }
 
-const appEnv = { DATABASE_URL: databaseUrl, GATEWAY_URL: `http://127.0.0.1:${GATEWAY_PORT}` };
+const appEnv = { DATABASE_URL: databaseUrl, ...gatewayEnv(`http://127.0.0.1:${GATEWAY_PORT}`, { realStripeAllowed: false }) };
 
 before(async () => {
   await createDatabase(gatewayUrl, { dropFirst: true });
-  gatewayService = await startGateway({ port: GATEWAY_PORT, databaseUrl: gatewayUrl, quiet: true });
+  gatewayService = await startGateway({ port: GATEWAY_PORT, databaseUrl: gatewayUrl, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true });
   gatewayPool = mariadb.createPool({ ...mysqlConnectionOptions(gatewayUrl), connectionLimit: 2 });
   await server.start();
   await createDatabase(databaseUrl, { dropFirst: true });
