@@ -5,6 +5,7 @@ import { createTRPCClient, httpBatchLink } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState, type ReactNode } from "react";
 import superjson from "superjson";
+import { MAX_BATCH_SIZE } from "~/server/trpc/limits";
 import type { AppRouter } from "~/server/trpc/root";
 
 export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
@@ -14,7 +15,7 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
     () => new QueryClient({ defaultOptions: { queries: { staleTime: 2_000, refetchOnWindowFocus: false, retry: false } } }),
   );
   const [trpcClient] = useState(() =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: "/api/trpc", transformer: superjson })] }),
+    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: "/api/trpc", transformer: superjson, maxItems: MAX_BATCH_SIZE })] }),
   );
   return (
     <QueryClientProvider client={queryClient}>

@@ -19,6 +19,9 @@ export type ApiErrorCode =
   | "client_closed_request"
   | "service_unavailable"
   | "not_found"
+  | "invalid_credentials"
+  | "too_many_attempts"
+  | "cross_site_request"
   | "method_not_allowed"
   | "internal_error";
 
