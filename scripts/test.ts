@@ -10,6 +10,7 @@
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
+import { provisionAppUser } from "./lib/appUser";
 import { loadDotEnv, root, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
@@ -24,6 +25,9 @@ const runBrowserTests = filters.length === 0 || filters.some((f) => f.startsWith
 
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
+// The app runs as its own least-privilege user; the tests connect as the admin user to seed and inspect.
+const appDatabaseUrl = await provisionAppUser(config.databaseUrl);
+const appEnv = { ...config.env, DATABASE_URL: appDatabaseUrl };
 
 // Known staff passwords and a demo API key for the browser tests.
 Object.assign(process.env, config.env, { DEMO_SUPPORT_PASSWORD: "support-test-password", DEMO_ENGINEER_PASSWORD: "engineer-test-password" });
@@ -37,6 +41,7 @@ const testEnv = {
   TEST_APP_URL: `http://127.0.0.1:${config.appPort}`,
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,
+  TEST_APP_DATABASE_URL: appDatabaseUrl,
   TEST_API_KEY: demo.apiKey,
   TEST_SUPPORT_EMAIL: "support@example.com",
   TEST_SUPPORT_PASSWORD: "support-test-password",
@@ -48,7 +53,7 @@ const services: Service[] = [];
 const failures: string[] = [];
 try {
   services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl, quiet: true }));
-  services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
+  services.push(await startApp({ port: config.appPort, env: appEnv, quiet: true }));
 
   const files = readdirSync(path.join(root, "test"))
     .filter((f) => f.endsWith(".test.ts"))

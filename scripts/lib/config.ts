@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { sessionSecretProblem } from "../../src/server/auth/sessionSecret";
 
 export const root = path.resolve(import.meta.dirname, "../..");
 
@@ -17,15 +18,44 @@ function withDatabase(url: string, name: string): string {
 }
 
 export type StackConfig = {
+  /** The admin connection: creates the database, runs migrations, creates the app's own user. */
   databaseUrl: string;
   gatewayDatabaseUrl: string;
   appPort: number;
   gatewayPort: number;
-  /** The environment the app, the sweeper and (in tests) the test runner get. */
+  /** The environment the app, the sweeper and (in tests) the test runner get; DATABASE_URL is the admin one until
+   * the app user is provisioned (scripts/lib/appUser.ts). */
   env: Record<string, string>;
 };
 
-function stack(databaseUrl: string, appPort: number, gatewayPort: number, extra: Record<string, string>): StackConfig {
+/**
+ * A configured SESSION_SECRET must be a good one (the app would refuse it at
+ * boot anyway; this says so before the build). Without one, `npm start` makes
+ * one and keeps it in .data/ (git-ignored), so sessions survive a restart.
+ */
+function sessionSecret(keepIn: string | null): string {
+  const configured = process.env.SESSION_SECRET;
+  if (configured) {
+    const problem = sessionSecretProblem(configured);
+    if (problem) throw new Error(`SESSION_SECRET ${problem}`);
+    return configured;
+  }
+  if (!keepIn) return randomBytes(32).toString("hex");
+  if (existsSync(keepIn)) return readFileSync(keepIn, "utf8").trim();
+  const secret = randomBytes(32).toString("hex");
+  mkdirSync(path.dirname(keepIn), { recursive: true });
+  writeFileSync(keepIn, `${secret}\n`, { mode: 0o600 });
+  console.log(`SESSION_SECRET is not set: generated one in ${path.relative(root, keepIn)}`);
+  return secret;
+}
+
+function stack(
+  databaseUrl: string,
+  appPort: number,
+  gatewayPort: number,
+  extra: Record<string, string>,
+  secretFile: string | null,
+): StackConfig {
   const gatewayDatabaseUrl = withDatabase(databaseUrl, `${new URL(databaseUrl).pathname.slice(1)}_gateway`);
   return {
     databaseUrl,
@@ -35,7 +65,7 @@ function stack(databaseUrl: string, appPort: number, gatewayPort: number, extra:
     env: {
       DATABASE_URL: databaseUrl,
       GATEWAY_URL: `http://127.0.0.1:${gatewayPort}`,
-      SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+      SESSION_SECRET: sessionSecret(secretFile),
       ...extra,
     },
   };
@@ -43,9 +73,12 @@ function stack(databaseUrl: string, appPort: number, gatewayPort: number, extra:
 
 const DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/charges";
 
-/** `npm start`: DATABASE_URL from the environment or .env, ports 3000 and 4010. */
+/** The admin connection of `npm start` and `npm test`: DATABASE_ADMIN_URL, else DATABASE_URL (older .env files). */
+const adminUrl = () => process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+
+/** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), ports 3000 and 4010. */
 export function devConfig(): StackConfig {
-  return stack(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, Number(process.env.PORT ?? 3000), 4010, {});
+  return stack(adminUrl(), Number(process.env.PORT ?? 3000), 4010, {}, path.join(root, ".data/session-secret"));
 }
 
 /**
@@ -60,7 +93,7 @@ if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error
  * (charges_test, charges_test_gateway), dropped and re-created on every run.
  */
 export function testConfig(): StackConfig {
-  const base = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+  const base = adminUrl();
   const name = testSlot === 0 ? "charges_test" : `charges_test${testSlot}`;
   return stack(withDatabase(base, name), 3100 + 20 * testSlot, 4110 + 20 * testSlot, {
     NODE_ENV: "test",
@@ -68,5 +101,5 @@ export function testConfig(): StackConfig {
     GATEWAY_TIMEOUT_MS: "5000",
     REAP_AFTER_MS: "60000",
     DATABASE_POOL_SIZE: "10",
-  });
+  }, null);
 }
