@@ -40,7 +40,7 @@ export default function LoginPage() {
   return (
     <main className="page narrow">
       <h1>Charges dashboard</h1>
-      <form onSubmit={submit} className="card login" key={step}>
+      <form onSubmit={submit} className="card login" key={step} aria-label="Sign in">
         {step === "password" ? (
           <>
             <label>

@@ -47,7 +47,7 @@ export default function StaffPage() {
           </label>
           <label>
             Role{" "}
-            <select name="role" defaultValue="support">
+            <select name="role" aria-label="Role" defaultValue="support">
               <option value="support">support</option>
               <option value="engineer">engineer</option>
             </select>
