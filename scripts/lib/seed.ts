@@ -19,7 +19,7 @@ export async function seedDemo() {
   const client =
     (await db.apiClient.findFirst({ where: { name: DEMO_CLIENT_NAME } })) ??
     (await db.apiClient.create({ data: { name: DEMO_CLIENT_NAME, contactEmail: "demo@example.com" } }));
-  await db.apiKey.updateMany({ where: { apiClientId: client.id, revokedAt: null }, data: { revokedAt: new Date() } });
+  await db.apiKey.deleteMany({ where: { apiClientId: client.id } });
   await db.apiKey.create({ data: { apiClientId: client.id, keyHash, keyPrefix } });
 
   const staff: { email: string; password: string; role: StaffRole }[] = [
