@@ -9,6 +9,8 @@ const everywhere = [
   { key: "Permissions-Policy", value: "camera=(), microphone=(), geolocation=(), payment=()" },
 ];
 
+const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+
 /** @type {import('next').NextConfig} */
 const nextConfig = {
   // The public API is server-only; keep the driver out of the bundler's way.
@@ -21,7 +23,7 @@ const nextConfig = {
   async headers() {
     return [
       { source: "/:path*", headers: everywhere },
-      { source: "/api/:path*", headers: [{ key: "Content-Security-Policy", value: "default-src 'none'; frame-ancestors 'none'" }] },
+      { source: "/api/:path*", headers: [{ key: "Content-Security-Policy", value: API_CSP }] },
     ];
   },
 };

@@ -43,7 +43,10 @@ function watchCsp(page: Page): string[] {
   return violations;
 }
 
-test("an engineer onboards an API client, rotates its key with a grace period and revokes the old key", async ({ page, request }) => {
+test("an engineer onboards an API client, rotates its key with a grace period and revokes the old key", async ({
+  page,
+  request,
+}) => {
   const violations = watchCsp(page);
   await signInAsEngineer(page);
   await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API clients" }).click();
@@ -112,7 +115,9 @@ test("disabling a staff member ends their live session", async ({ page, browser 
   await other.page.getByRole("link", { name: "Rollout" }).click();
   await expect(other.page).toHaveURL(/\/admin\/login$/);
   await signIn(other.page, email, password);
-  await expect(other.page.getByRole("form", { name: "Sign in" }).getByRole("alert")).toHaveText("Wrong e-mail or password.");
+  await expect(other.page.getByRole("form", { name: "Sign in" }).getByRole("alert")).toHaveText(
+    "Wrong e-mail or password.",
+  );
   await other.context.close();
 });
 
@@ -142,7 +147,9 @@ test("a staff member enrols two-factor sign-in and then signs in with a code", a
   await signIn(user.page, email, password);
   await user.page.getByLabel("Authentication code").fill("000000");
   await user.page.getByRole("button", { name: "Verify" }).click();
-  await expect(user.page.getByRole("form", { name: "Sign in" }).getByRole("alert")).toHaveText("Wrong authentication code.");
+  await expect(user.page.getByRole("form", { name: "Sign in" }).getByRole("alert")).toHaveText(
+    "Wrong authentication code.",
+  );
   // The enrolment used this 30 s step's code, and a code is accepted once: use the next step's.
   await user.page.waitForTimeout(30_000 - (Date.now() % 30_000) + 500);
   await user.page.getByLabel("Authentication code").fill(await generate({ secret }));

@@ -14,17 +14,26 @@ const USAGE = `usage: npm run staff -- <command>
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }
 
-const options = { email: { type: "string" }, name: { type: "string" }, role: { type: "string" }, "password-stdin": { type: "boolean" } } as const;
+const options = {
+  email: { type: "string" },
+  name: { type: "string" },
+  role: { type: "string" },
+  "password-stdin": { type: "boolean" },
+} as const;
 
 await runCli(USAGE, options, {
   async list() {
     const { listStaff } = await import("~/server/staff/manage");
     for (const u of await listStaff()) {
       const status = u.disabledAt ? "disabled" : "active";
-      console.log(`#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status} sessions:${u.activeSessions}`);
+      console.log(
+        `#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status} sessions:${u.activeSessions}`,
+      );
     }
   },
   async create(values) {
@@ -39,7 +48,9 @@ await runCli(USAGE, options, {
     }
     const input = { email: required(values, "email"), name: required(values, "name"), role, password } as const;
     const { user, password: first } = await createStaff(input, cliContext());
-    console.log(`staff #${user.id} ${user.email} (${user.role})${password ? "" : `\nfirst password (shown once): ${first}`}`);
+    console.log(
+      `staff #${user.id} ${user.email} (${user.role})${password ? "" : `\nfirst password (shown once): ${first}`}`,
+    );
   },
   async disable(_values, [id]) {
     const { setDisabled } = await import("~/server/staff/manage");

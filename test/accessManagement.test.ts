@@ -11,10 +11,15 @@ import { createStaffAccount, signedIn } from "./staffHttp";
 
 after(closeConnections);
 
-const tryKey = (apiKey: string) => postCharge({ apiKey, key: uniqueKey("access"), body: { amount_cents: -1 } }).then((r) => r.status);
+const tryKey = (apiKey: string) =>
+  postCharge({ apiKey, key: uniqueKey("access"), body: { amount_cents: -1 } }).then((r) => r.status);
 
 function cli(script: "clients" | "staff", args: string[], input?: string) {
-  const run = spawnSync("node_modules/.bin/tsx", [`scripts/${script}.ts`, ...args], { env: process.env, encoding: "utf8", input });
+  const run = spawnSync("node_modules/.bin/tsx", [`scripts/${script}.ts`, ...args], {
+    env: process.env,
+    encoding: "utf8",
+    input,
+  });
   return { status: run.status, out: run.stdout, err: run.stderr };
 }
 
@@ -28,7 +33,10 @@ describe("API clients", () => {
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body: chargeBody() })).status, 201);
     const stored = await db.apiKey.findFirstOrThrow({ where: { apiClientId: clientId } });
     assert.notEqual(stored.keyHash, apiKey);
-    assert.ok(!JSON.stringify((await engineer.query("apiClients.list")).data).includes(apiKey), "the key is shown once");
+    assert.ok(
+      !JSON.stringify((await engineer.query("apiClients.list")).data).includes(apiKey),
+      "the key is shown once",
+    );
 
     const rotated = await engineer.mutate("apiClients.rotateKey", { clientId, graceHours: 24 });
     assert.equal(rotated.status, 200);
@@ -43,8 +51,14 @@ describe("API clients", () => {
     assert.equal(await tryKey(apiKey), 401, "the instance that revoked it refuses it at once");
     assert.equal((await engineer.mutate("apiClients.revokeKey", { keyId: stored.id })).error?.code, "CONFLICT");
 
-    const actions = await db.auditEvent.findMany({ where: { targetType: "api_client", targetId: String(clientId) }, orderBy: { id: "asc" } });
-    assert.deepEqual(actions.map((a) => a.action), ["api_client.created", "api_key.issued", "api_key.rotated", "api_key.revoked"]);
+    const actions = await db.auditEvent.findMany({
+      where: { targetType: "api_client", targetId: String(clientId) },
+      orderBy: { id: "asc" },
+    });
+    assert.deepEqual(
+      actions.map((a) => a.action),
+      ["api_client.created", "api_key.issued", "api_key.rotated", "api_key.revoked"],
+    );
   });
 
   test("support cannot manage clients; unknown ids are a clear NOT_FOUND", async () => {
@@ -68,7 +82,9 @@ describe("API clients", () => {
       const keyId = /key (\d+) \(shown once\)/.exec(rotated.out)![1]!;
       assert.equal(cli("clients", ["revoke-key", keyId]).status, 0);
       assert.equal(cli("clients", ["revoke-key", keyId]).err.trim(), "error: This key is already revoked.");
-      const audit = await db.auditEvent.findFirstOrThrow({ where: { action: "api_client.created", targetId: clientId } });
+      const audit = await db.auditEvent.findFirstOrThrow({
+        where: { action: "api_client.created", targetId: clientId },
+      });
       assert.match(audit.actorLabel!, /^cli:/);
     });
   });
@@ -78,7 +94,11 @@ describe("staff", () => {
   test("npm run staff: create the first engineer, who can then sign in", async () => {
     const email = `first-${randomUUID().slice(0, 8)}@example.com`;
     const password = `correct horse ${randomUUID()}`;
-    const created = cli("staff", ["create", "--email", email, "--name", "First", "--role", "engineer", "--password-stdin"], password);
+    const created = cli(
+      "staff",
+      ["create", "--email", email, "--name", "First", "--role", "engineer", "--password-stdin"],
+      password,
+    );
     assert.equal(created.status, 0, created.err);
     const browser = await signedIn({ id: 0, email, password });
     assert.equal((await browser.query("staff.list")).status, 200);

@@ -25,8 +25,13 @@ describe("audit log", () => {
   test("concurrent mode switches are serialised: each entry's `from` is the previous entry's `to`", async () => {
     const engineer = await signedIn(await createStaffAccount("engineer"));
     const before = await db.auditEvent.aggregate({ _max: { id: true } });
-    const switches = Array.from({ length: 12 }, (_, i) => engineer.mutate("rollout.setMode", { mode: i % 2 ? "optional" : "required" }));
-    assert.deepEqual((await Promise.all(switches)).map((r) => r.status), Array(12).fill(200));
+    const switches = Array.from({ length: 12 }, (_, i) =>
+      engineer.mutate("rollout.setMode", { mode: i % 2 ? "optional" : "required" }),
+    );
+    assert.deepEqual(
+      (await Promise.all(switches)).map((r) => r.status),
+      Array(12).fill(200),
+    );
     await engineer.mutate("rollout.setMode", { mode: "optional" });
     const entries = await db.auditEvent.findMany({
       where: { action: "mode.changed", id: { gt: before._max.id ?? 0n } },
@@ -34,13 +39,18 @@ describe("audit log", () => {
     });
     const chain = entries.map((e) => JSON.parse(e.details!) as { from: string; to: string });
     assert.equal(chain.length, 13);
-    for (let i = 1; i < chain.length; i++) assert.equal(chain[i]!.from, chain[i - 1]!.to, `entry ${i}: ${JSON.stringify(chain)}`);
+    for (let i = 1; i < chain.length; i++)
+      assert.equal(chain[i]!.from, chain[i - 1]!.to, `entry ${i}: ${JSON.stringify(chain)}`);
   });
 
   test("engineers read it filtered and paged; support may not", async () => {
     const account = await createStaffAccount("engineer");
     const engineer = await signedIn(account);
-    const created = await engineer.mutate("staff.create", { email: `audited-${account.id}@example.com`, name: "Audited", role: "support" });
+    const created = await engineer.mutate("staff.create", {
+      email: `audited-${account.id}@example.com`,
+      name: "Audited",
+      role: "support",
+    });
     assert.equal(created.status, 200);
     const filtered = await engineer.query("audit.list", { action: "staff.created", actor: account.email, limit: 50 });
     assert.equal(filtered.data.items.length, 1);
@@ -65,7 +75,9 @@ describe("least privilege", () => {
     await asAppUser(async (conn) => {
       const [who] = await conn.query("SELECT CURRENT_USER() AS u");
       assert.ok(!String(who.u).startsWith("root@"), `connected as ${who.u}`);
-      await conn.query("INSERT INTO audit_events (action, actor_type, actor_label) VALUES ('logout', 'cli', 'privilege-test')");
+      await conn.query(
+        "INSERT INTO audit_events (action, actor_type, actor_label) VALUES ('logout', 'cli', 'privilege-test')",
+      );
       const [row] = await conn.query("SELECT id FROM audit_events WHERE actor_label = 'privilege-test'");
       const denied = { errno: 1142 }; // ER_TABLEACCESS_DENIED_ERROR
       await assert.rejects(conn.query("UPDATE audit_events SET action = 'x' WHERE id = ?", [row.id]), denied);
@@ -90,10 +102,14 @@ describe("least privilege", () => {
   });
 
   test("demo staff are never seeded with NODE_ENV=production", () => {
-    const before = spawnSync("node_modules/.bin/tsx", ["-e", "import('./scripts/lib/seed.ts').then((m) => m.seedDemo())"], {
-      env: { ...process.env, NODE_ENV: "production" },
-      encoding: "utf8",
-    });
+    const before = spawnSync(
+      "node_modules/.bin/tsx",
+      ["-e", "import('./scripts/lib/seed.ts').then((m) => m.seedDemo())"],
+      {
+        env: { ...process.env, NODE_ENV: "production" },
+        encoding: "utf8",
+      },
+    );
     assert.notEqual(before.status, 0);
     assert.match(before.stderr, /refusing to seed demo data with NODE_ENV=production/);
   });

@@ -14,7 +14,10 @@ async function boot(secret: string | undefined) {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: process.env.TEST_APP_DATABASE_URL };
   delete env.SESSION_SECRET;
   if (secret !== undefined) env.SESSION_SECRET = secret;
-  const child = spawn("node_modules/.bin/next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("node_modules/.bin/next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -23,7 +26,10 @@ async function boot(secret: string | undefined) {
   const deadline = Date.now() + 60_000;
   let code: number | null | undefined;
   while (code === undefined && Date.now() < deadline) {
-    answered ||= await fetch(`http://127.0.0.1:${PORT}/api/health`, { signal: AbortSignal.timeout(500) }).then(() => true, () => false);
+    answered ||= await fetch(`http://127.0.0.1:${PORT}/api/health`, { signal: AbortSignal.timeout(500) }).then(
+      () => true,
+      () => false,
+    );
     code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 100))]);
   }
   if (code === undefined) child.kill("SIGKILL");

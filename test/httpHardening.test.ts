@@ -82,7 +82,9 @@ describe("the tRPC endpoint", () => {
     const browser = await signedIn(await createStaffAccount("support"));
     const call = (n: number) => {
       const paths = Array.from({ length: n }, () => "sweep.status").join(",");
-      const input = encodeURIComponent(JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [i, {}]))));
+      const input = encodeURIComponent(
+        JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [i, {}]))),
+      );
       return fetch(`${APP_URL}/api/trpc/${paths}?batch=1&input=${input}`, { headers: browser.headers() });
     };
     assert.equal((await call(10)).status, 200);

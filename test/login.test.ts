@@ -42,14 +42,18 @@ describe("staff sign-in", () => {
 
   test("an unknown e-mail is locked out like a known one (no existence oracle)", async () => {
     const email = `nobody-${randomUUID()}@example.com`;
-    for (let i = 0; i < ACCOUNT_LIMIT.points; i++) assert.equal((await new Browser().post("/api/auth/login", { email, password: "x" })).status, 401);
+    for (let i = 0; i < ACCOUNT_LIMIT.points; i++)
+      assert.equal((await new Browser().post("/api/auth/login", { email, password: "x" })).status, 401);
     assert.equal((await new Browser().post("/api/auth/login", { email, password: "x" })).status, 429);
   });
 
   test(`one address gets ${ADDRESS_LIMIT.points} failures, over any number of accounts`, async () => {
     const browser = new Browser();
     for (let i = 0; i < ADDRESS_LIMIT.points; i++) {
-      const res = await browser.post("/api/auth/login", { email: `spray-${i}-${randomUUID()}@example.com`, password: "x" });
+      const res = await browser.post("/api/auth/login", {
+        email: `spray-${i}-${randomUUID()}@example.com`,
+        password: "x",
+      });
       assert.equal(res.status, 401, `attempt ${i + 1}`);
     }
     const account = await createStaffAccount("support");
@@ -68,13 +72,17 @@ describe("staff sign-in", () => {
       known.push((await timed(new Browser(), account.email, "wrong")).ms);
     }
     const ratio = median(known) / median(unknown);
-    assert.ok(ratio > 0.6 && ratio < 1.6, `known ${median(known).toFixed(0)} ms vs unknown ${median(unknown).toFixed(0)} ms`);
+    assert.ok(
+      ratio > 0.6 && ratio < 1.6,
+      `known ${median(known).toFixed(0)} ms vs unknown ${median(unknown).toFixed(0)} ms`,
+    );
     assert.ok(median(unknown) > 50, "the unknown e-mail's answer costs a password hash too");
   });
 
   test("a success clears the account's failures", async () => {
     const account = await createStaffAccount("support");
-    for (let i = 0; i < ACCOUNT_LIMIT.points - 1; i++) await new Browser().post("/api/auth/login", { email: account.email, password: "x" });
+    for (let i = 0; i < ACCOUNT_LIMIT.points - 1; i++)
+      await new Browser().post("/api/auth/login", { email: account.email, password: "x" });
     assert.equal((await new Browser().signIn(account)).status, 200);
     for (let i = 0; i < ACCOUNT_LIMIT.points - 1; i++) {
       assert.equal((await new Browser().post("/api/auth/login", { email: account.email, password: "x" })).status, 401);
@@ -98,7 +106,10 @@ describe("staff sign-in", () => {
     await browser.signIn(account);
     await browser.signOut();
     const events = await db.auditEvent.findMany({ where: { actorLabel: account.email }, orderBy: { id: "asc" } });
-    assert.deepEqual(events.map((e) => e.action), ["login.failed", "login.succeeded", "logout"]);
+    assert.deepEqual(
+      events.map((e) => e.action),
+      ["login.failed", "login.succeeded", "logout"],
+    );
     for (const e of events) {
       assert.equal(e.ipAddress, "198.51.100.7");
       assert.equal(e.userAgent, "audit-test-agent/1.0");
@@ -110,7 +121,11 @@ describe("staff sign-in", () => {
   test("bad input gets 400 in the API's error format; a cross-site sign-in is refused", async () => {
     const browser = new Browser();
     assert.equal((await browser.post("/api/auth/login", { email: 1 })).json.error.code, "invalid_request");
-    const crossSite = await browser.post("/api/auth/login", { email: "a@b.c", password: "x" }, { "Sec-Fetch-Site": "cross-site" });
+    const crossSite = await browser.post(
+      "/api/auth/login",
+      { email: "a@b.c", password: "x" },
+      { "Sec-Fetch-Site": "cross-site" },
+    );
     assert.equal(crossSite.status, 403);
     assert.equal(crossSite.json.error.code, "cross_site_request");
   });

@@ -53,7 +53,10 @@ describe("rollout of the Idempotency-Key header", () => {
     assert.equal(res.json.error.code, "idempotency_key_required");
     assert.equal((await localCharges(body.customer_id)).length, 0);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);
-    const log = await db.auditEvent.findFirstOrThrow({ where: { action: "mode.changed", actorStaffId: staffId }, orderBy: { id: "desc" } });
+    const log = await db.auditEvent.findFirstOrThrow({
+      where: { action: "mode.changed", actorStaffId: staffId },
+      orderBy: { id: "desc" },
+    });
     assert.deepEqual(JSON.parse(log.details!), { from: "optional", to: "required" });
   });
 

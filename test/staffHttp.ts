@@ -31,7 +31,12 @@ export async function createStaffAccount(role: StaffRole, opts: { totpSecret?: s
 /** A client address of its own (documentation range), so that one test's failures never throttle another's. */
 export const testAddress = () => `2001:db8::${randomUUID().slice(0, 4)}:${randomUUID().slice(0, 4)}`;
 
-export type TrpcResult = { status: number; headers: Headers; data?: any; error?: { message: string; code: string; data: any } };
+export type TrpcResult = {
+  status: number;
+  headers: Headers;
+  data?: any;
+  error?: { message: string; code: string; data: any };
+};
 
 export class Browser {
   cookie: string | null = null;
@@ -78,7 +83,11 @@ export class Browser {
   }
 
   async signOut() {
-    const res = await fetch(`${this.baseUrl}/api/auth/logout`, { method: "POST", headers: this.headers(), redirect: "manual" });
+    const res = await fetch(`${this.baseUrl}/api/auth/logout`, {
+      method: "POST",
+      headers: this.headers(),
+      redirect: "manual",
+    });
     this.keepCookie(res);
     return res;
   }
@@ -89,7 +98,12 @@ export class Browser {
 
   private async trpcAnswer(res: Response): Promise<TrpcResult> {
     const body = (await res.json()) as any;
-    if (body.error) return { status: res.status, headers: res.headers, error: { ...body.error.json, code: body.error.json.data.code } };
+    if (body.error)
+      return {
+        status: res.status,
+        headers: res.headers,
+        error: { ...body.error.json, code: body.error.json.data.code },
+      };
     return { status: res.status, headers: res.headers, data: superjson.deserialize(body.result.data) };
   }
 
@@ -113,6 +127,7 @@ export class Browser {
 export async function signedIn(account: StaffAccount, opts: { totpSecret?: string; baseUrl?: string } = {}) {
   const browser = new Browser(opts.baseUrl);
   const res = await browser.signIn(account, opts.totpSecret);
-  if (res.status !== 200 || res.json.status !== "signed_in") throw new Error(`sign-in failed: ${res.status} ${JSON.stringify(res.json)}`);
+  if (res.status !== 200 || res.json.status !== "signed_in")
+    throw new Error(`sign-in failed: ${res.status} ${JSON.stringify(res.json)}`);
   return browser;
 }

@@ -70,7 +70,10 @@ describe("staff sessions", () => {
     const lifetime = absoluteRow.expiresAt.getTime() - absoluteRow.createdAt.getTime();
     assert.ok(Math.abs(lifetime - 8 * 3_600_000) < 5_000, "it ends 8 h after sign-in");
 
-    await db.staffSession.update({ where: { id: (await row(idleAccount.id)).id }, data: { lastSeenAt: new Date(Date.now() - 31 * 60_000) } });
+    await db.staffSession.update({
+      where: { id: (await row(idleAccount.id)).id },
+      data: { lastSeenAt: new Date(Date.now() - 31 * 60_000) },
+    });
     await db.staffSession.update({ where: { id: absoluteRow.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     assert.equal(await canRead(idle), 401, "idle timeout");
     assert.equal(await canRead(absolute), 401, "absolute timeout");
@@ -80,7 +83,10 @@ describe("staff sessions", () => {
     const account = await createStaffAccount("support");
     const browser = await signedIn(account);
     const before = await db.staffSession.findFirstOrThrow({ where: { staffUserId: account.id } });
-    await db.staffSession.update({ where: { id: before.id }, data: { lastSeenAt: new Date(Date.now() - 20 * 60_000) } });
+    await db.staffSession.update({
+      where: { id: before.id },
+      data: { lastSeenAt: new Date(Date.now() - 20 * 60_000) },
+    });
     assert.equal(await canRead(browser), 200);
     const after = await db.staffSession.findFirstOrThrow({ where: { id: before.id } });
     assert.ok(Date.now() - after.lastSeenAt.getTime() < 60_000);

@@ -41,7 +41,10 @@ describe("two-factor sign-in", () => {
     assert.deepEqual(password.json, { status: "second_factor_required" });
     assert.equal((await next.query("sweep.status")).status, 401, "the password alone opens nothing");
     assert.equal((await next.post("/api/auth/verify", { code: "123456" })).status, 401);
-    const failed = await db.auditEvent.findFirstOrThrow({ where: { action: "login.failed", actorLabel: account.email }, orderBy: { id: "desc" } });
+    const failed = await db.auditEvent.findFirstOrThrow({
+      where: { action: "login.failed", actorLabel: account.email },
+      orderBy: { id: "desc" },
+    });
     assert.equal(JSON.parse(failed.details!).reason, "wrong_code");
   });
 
@@ -73,7 +76,11 @@ describe("two-factor sign-in", () => {
 
     const { secret } = (await browser.mutate("account.startTwoFactor")).data;
     assert.equal((await browser.mutate("account.confirmTwoFactor", { code: await generate({ secret }) })).status, 200);
-    assert.equal((await browser.mutate("rollout.setMode", { mode: "optional" })).status, 200, "this session passed the check");
+    assert.equal(
+      (await browser.mutate("rollout.setMode", { mode: "optional" })).status,
+      200,
+      "this session passed the check",
+    );
 
     // A code is accepted once, and enrolling used this step's: forget that rather than wait for the next step.
     await db.staffUser.update({ where: { id: account.id }, data: { totpLastStep: null } });

@@ -9,10 +9,16 @@ import { loadDotEnv } from "./config";
 export async function runCli(
   usage: string,
   options: NonNullable<ParseArgsConfig["options"]>,
-  commands: Record<string, (values: Record<string, string | boolean | undefined>, positionals: string[]) => Promise<void>>,
+  commands: Record<
+    string,
+    (values: Record<string, string | boolean | undefined>, positionals: string[]) => Promise<void>
+  >,
 ) {
   loadDotEnv();
-  const { values, positionals } = parseArgs({ options: { ...options, help: { type: "boolean" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    options: { ...options, help: { type: "boolean" } },
+    allowPositionals: true,
+  });
   const [name, ...rest] = positionals;
   const command = name ? commands[name] : undefined;
   if (!command || values.help) {

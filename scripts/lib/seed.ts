@@ -23,14 +23,27 @@ export async function seedDemo() {
   await db.apiKey.create({ data: { apiClientId: client.id, keyHash, keyPrefix } });
 
   const staff: { email: string; password: string; role: StaffRole }[] = [
-    { email: "support@example.com", password: process.env.DEMO_SUPPORT_PASSWORD ?? randomBytes(9).toString("base64url"), role: "support" },
-    { email: "engineer@example.com", password: process.env.DEMO_ENGINEER_PASSWORD ?? randomBytes(9).toString("base64url"), role: "engineer" },
+    {
+      email: "support@example.com",
+      password: process.env.DEMO_SUPPORT_PASSWORD ?? randomBytes(9).toString("base64url"),
+      role: "support",
+    },
+    {
+      email: "engineer@example.com",
+      password: process.env.DEMO_ENGINEER_PASSWORD ?? randomBytes(9).toString("base64url"),
+      role: "engineer",
+    },
   ];
   for (const user of staff) {
     const passwordHash = await hashPassword(user.password);
     await db.staffUser.upsert({
       where: { email: user.email },
-      create: { email: user.email, name: user.role === "engineer" ? "Demo engineer" : "Demo support", role: user.role, passwordHash },
+      create: {
+        email: user.email,
+        name: user.role === "engineer" ? "Demo engineer" : "Demo support",
+        role: user.role,
+        passwordHash,
+      },
       update: { passwordHash, role: user.role, disabledAt: null },
     });
   }

@@ -37,10 +37,16 @@ export async function createClient(input: { name: string; contactEmail: string |
   const key = generateApiKey();
   return db.$transaction(async (tx) => {
     const client = await tx.apiClient.create({ data: { name: input.name, contactEmail: input.contactEmail } });
-    const created = await tx.apiKey.create({ data: { apiClientId: client.id, keyHash: key.keyHash, keyPrefix: key.keyPrefix } });
+    const created = await tx.apiKey.create({
+      data: { apiClientId: client.id, keyHash: key.keyHash, keyPrefix: key.keyPrefix },
+    });
     const target = { type: "api_client", id: client.id } as const;
     await recordAudit(context, { action: "api_client.created", target, details: { name: client.name } }, tx);
-    await recordAudit(context, { action: "api_key.issued", target, details: { key_id: created.id, prefix: key.keyPrefix } }, tx);
+    await recordAudit(
+      context,
+      { action: "api_key.issued", target, details: { key_id: created.id, prefix: key.keyPrefix } },
+      tx,
+    );
     return { client, apiKey: key.apiKey, keyId: created.id };
   });
 }
@@ -56,7 +62,9 @@ export async function issueKey(clientId: number, context: AuditContext) {
   const key = generateApiKey();
   return db.$transaction(async (tx) => {
     await requireClient(tx, clientId);
-    const created = await tx.apiKey.create({ data: { apiClientId: clientId, keyHash: key.keyHash, keyPrefix: key.keyPrefix } });
+    const created = await tx.apiKey.create({
+      data: { apiClientId: clientId, keyHash: key.keyHash, keyPrefix: key.keyPrefix },
+    });
     const details = { key_id: created.id, prefix: key.keyPrefix };
     await recordAudit(context, { action: "api_key.issued", target: { type: "api_client", id: clientId }, details }, tx);
     return { apiKey: key.apiKey, keyId: created.id };
@@ -76,9 +84,20 @@ export async function rotateKey(clientId: number, graceMs: number, context: Audi
       where: { apiClientId: clientId, revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: graceEndsAt } }] },
     });
     await tx.apiKey.updateMany({ where: { id: { in: old.map((k) => k.id) } }, data: { expiresAt: graceEndsAt } });
-    const created = await tx.apiKey.create({ data: { apiClientId: clientId, keyHash: key.keyHash, keyPrefix: key.keyPrefix } });
-    const details = { key_id: created.id, prefix: key.keyPrefix, old_key_ids: old.map((k) => k.id), grace_ends_at: graceEndsAt };
-    await recordAudit(context, { action: "api_key.rotated", target: { type: "api_client", id: clientId }, details }, tx);
+    const created = await tx.apiKey.create({
+      data: { apiClientId: clientId, keyHash: key.keyHash, keyPrefix: key.keyPrefix },
+    });
+    const details = {
+      key_id: created.id,
+      prefix: key.keyPrefix,
+      old_key_ids: old.map((k) => k.id),
+      grace_ends_at: graceEndsAt,
+    };
+    await recordAudit(
+      context,
+      { action: "api_key.rotated", target: { type: "api_client", id: clientId }, details },
+      tx,
+    );
     return { apiKey: key.apiKey, keyId: created.id, graceEndsAt, old };
   });
   for (const k of result.old) forgetApiKey(k.keyHash);
@@ -93,7 +112,11 @@ export async function revokeKey(keyId: number, context: AuditContext) {
     if (key.revokedAt) throw new DomainError("conflict", "This key is already revoked.");
     await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() } });
     const details = { key_id: keyId, prefix: key.keyPrefix };
-    await recordAudit(context, { action: "api_key.revoked", target: { type: "api_client", id: key.apiClientId }, details }, tx);
+    await recordAudit(
+      context,
+      { action: "api_key.revoked", target: { type: "api_client", id: key.apiClientId }, details },
+      tx,
+    );
     return key;
   });
   forgetApiKey(key.keyHash);

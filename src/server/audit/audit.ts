@@ -61,7 +61,8 @@ export async function recordAudit(context: AuditContext, entry: AuditEntry, clie
       action: entry.action,
       actorType: actor.type,
       actorStaffId: actor.type === "staff" ? actor.id : null,
-      actorLabel: (actor.type === "staff" ? actor.email : actor.type === "cli" ? actor.name : actor.email)?.slice(0, 255) ?? null,
+      actorLabel:
+        (actor.type === "staff" ? actor.email : actor.type === "cli" ? actor.name : actor.email)?.slice(0, 255) ?? null,
       targetType: entry.target?.type ?? null,
       targetId: entry.target ? String(entry.target.id) : null,
       details: entry.details ? JSON.stringify(entry.details) : null,

@@ -43,7 +43,10 @@ export async function recordFailure({ email, address }: ThrottleKeys): Promise<b
       }
     }
   };
-  const [account, fromAddress] = await Promise.all([consume(perAccount, email), address ? consume(perAddress, address) : null]);
+  const [account, fromAddress] = await Promise.all([
+    consume(perAccount, email),
+    address ? consume(perAddress, address) : null,
+  ]);
   return account.consumedPoints === ACCOUNT_LIMIT.points || fromAddress?.consumedPoints === ADDRESS_LIMIT.points;
 }
 

@@ -29,7 +29,13 @@ export async function hashPassword(password: string, params = PASSWORD_PARAMS): 
 function parse(stored: string) {
   const [scheme, N, r, p, salt, hash] = stored.split("$");
   if (scheme !== "scrypt" || !salt || !hash) return null;
-  return { N: Number(N), r: Number(r), p: Number(p), salt: Buffer.from(salt, "base64"), hash: Buffer.from(hash, "base64") };
+  return {
+    N: Number(N),
+    r: Number(r),
+    p: Number(p),
+    salt: Buffer.from(salt, "base64"),
+    hash: Buffer.from(hash, "base64"),
+  };
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {

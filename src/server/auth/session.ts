@@ -81,7 +81,9 @@ export async function startSession(
 async function sessionIdFromCookie(): Promise<string | null> {
   const seal = (await cookies()).get(SESSION_COOKIE)?.value;
   if (!seal) return null;
-  const data = await unsealData<{ token?: string }>(seal, { password: sessionSecret() }).catch(() => ({}) as { token?: string });
+  const data = await unsealData<{ token?: string }>(seal, { password: sessionSecret() }).catch(
+    () => ({}) as { token?: string },
+  );
   return typeof data.token === "string" ? hashToken(data.token) : null;
 }
 
@@ -106,7 +108,14 @@ export async function currentSession(): Promise<CurrentSession | null> {
   return {
     id,
     stage: row.stage,
-    user: { id: u.id, email: u.email, name: u.name, role: u.role, twoFactorVerified: row.twoFactor, totpEnabled: !!u.totpSecret },
+    user: {
+      id: u.id,
+      email: u.email,
+      name: u.name,
+      role: u.role,
+      twoFactorVerified: row.twoFactor,
+      totpEnabled: !!u.totpSecret,
+    },
   };
 }
 
@@ -122,7 +131,9 @@ export async function endSession(id: string): Promise<void> {
 
 /** Ends every session of a user (but `exceptId`); how many there were. */
 export async function endSessionsOf(userId: number, exceptId?: string): Promise<number> {
-  const { count } = await db.staffSession.deleteMany({ where: { staffUserId: userId, ...(exceptId ? { id: { not: exceptId } } : {}) } });
+  const { count } = await db.staffSession.deleteMany({
+    where: { staffUserId: userId, ...(exceptId ? { id: { not: exceptId } } : {}) },
+  });
   return count;
 }
 

@@ -68,10 +68,12 @@ export async function verifySecondFactor(code: string, request: RequestInfo): Pr
   // Conditional on the last step, so one code cannot open two sessions even when sent twice at once.
   const accepted =
     step !== null &&
-    (await db.staffUser.updateMany({
-      where: { id: user.id, OR: [{ totpLastStep: null }, { totpLastStep: { lt: step } }] },
-      data: { totpLastStep: step },
-    })).count === 1;
+    (
+      await db.staffUser.updateMany({
+        where: { id: user.id, OR: [{ totpLastStep: null }, { totpLastStep: { lt: step } }] },
+        data: { totpLastStep: step },
+      })
+    ).count === 1;
   if (!accepted) return failed(keys, request, "wrong_code");
 
   await endSession(pending.id);
@@ -85,7 +87,10 @@ export async function signOut(request: RequestInfo): Promise<void> {
   const session = await currentSession();
   if (session) {
     await endSession(session.id);
-    await recordAudit(staffContext(session.user, request), { action: "logout", target: { type: "session", id: session.id.slice(0, 12) } });
+    await recordAudit(staffContext(session.user, request), {
+      action: "logout",
+      target: { type: "session", id: session.id.slice(0, 12) },
+    });
   }
   await clearSessionCookie();
 }

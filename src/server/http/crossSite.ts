@@ -11,7 +11,8 @@ export function isSameOrigin(headers: Headers): boolean {
   const site = headers.get("sec-fetch-site");
   if (site) return site === "same-origin";
   const origin = headers.get("origin");
-  const host = env.TRUSTED_PROXY_HOPS > 0 ? (headers.get("x-forwarded-host") ?? headers.get("host")) : headers.get("host");
+  const host =
+    env.TRUSTED_PROXY_HOPS > 0 ? (headers.get("x-forwarded-host") ?? headers.get("host")) : headers.get("host");
   if (!origin || !host) return false;
   try {
     return new URL(origin).host === host;

@@ -12,7 +12,10 @@ export const NO_REQUEST: RequestInfo = { address: null, userAgent: null };
  * places from the end is the one nobody but a proxy of ours wrote.
  */
 export function clientAddress(headers: Headers, trustedHops = env.TRUSTED_PROXY_HOPS): string | null {
-  const entries = (headers.get("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const entries = (headers.get("x-forwarded-for") ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const entry = entries[entries.length - Math.max(trustedHops, 1)] ?? entries[0];
   if (!entry) return null;
   return entry.replace(/^::ffff:/, "").slice(0, 45);

@@ -28,7 +28,8 @@ export async function setIdempotencyMode(mode: IdempotencyMode, context: AuditCo
   // In case someone deleted it; outside the transaction, whose lock must be the first it takes on the row.
   await db.$executeRaw`INSERT IGNORE INTO settings (name, value) VALUES (${SETTING}, ${DEFAULT_MODE})`;
   return db.$transaction(async (tx) => {
-    const [current] = await tx.$queryRaw<{ value: string }[]>`SELECT value FROM settings WHERE name = ${SETTING} FOR UPDATE`;
+    const [current] = await tx.$queryRaw<{ value: string }[]>`
+      SELECT value FROM settings WHERE name = ${SETTING} FOR UPDATE`;
     const fromMode = idempotencyModeSchema.safeParse(current?.value).data ?? DEFAULT_MODE;
     await tx.setting.update({ where: { name: SETTING }, data: { value: mode } });
     const entry = { fromMode, toMode: mode };

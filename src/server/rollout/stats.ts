@@ -3,7 +3,14 @@ import { db } from "~/server/db";
 export type Granularity = "hour" | "day";
 
 type SeriesRow = { bucket: Date | string; keyed: bigint | number; keyless: bigint | number };
-type ClientRow = { api_client_id: number; name: string; key_prefix: string | null; keyed: bigint | number; keyless: bigint | number; last_keyless_at: Date | string | null };
+type ClientRow = {
+  api_client_id: number;
+  name: string;
+  key_prefix: string | null;
+  keyed: bigint | number;
+  keyless: bigint | number;
+  last_keyless_at: Date | string | null;
+};
 
 const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(`${v.replace(" ", "T")}Z`));
 const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : keyless / (keyed + keyless));

@@ -21,13 +21,24 @@ export async function startTwoFactorEnrolment(userId: number) {
 }
 
 /** Step 2: a code from the authenticator proves it has the secret; the current session counts as verified. */
-export async function confirmTwoFactorEnrolment(userId: number, code: string, sessionId: string | null, context: AuditContext) {
+export async function confirmTwoFactorEnrolment(
+  userId: number,
+  code: string,
+  sessionId: string | null,
+  context: AuditContext,
+) {
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpPendingSecret) throw new DomainError("invalid", "Start the set-up first.");
   const step = await acceptTotp(user.totpPendingSecret, code.trim(), null);
-  if (step === null) throw new DomainError("invalid", "That code is not right; check the time on your device and try again.");
+  if (step === null)
+    throw new DomainError("invalid", "That code is not right; check the time on your device and try again.");
   await db.$transaction(async (tx) => {
-    const data = { totpSecret: user.totpPendingSecret, totpPendingSecret: null, totpEnabledAt: new Date(), totpLastStep: step };
+    const data = {
+      totpSecret: user.totpPendingSecret,
+      totpPendingSecret: null,
+      totpEnabledAt: new Date(),
+      totpLastStep: step,
+    };
     await tx.staffUser.update({ where: { id: userId }, data });
     if (sessionId) await tx.staffSession.update({ where: { id: sessionId }, data: { twoFactor: true } });
     await recordAudit(context, { action: "two_factor.enrolled", target: { type: "staff_user", id: userId } }, tx);
@@ -42,7 +53,8 @@ export async function changePassword(
   context: AuditContext,
 ) {
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: userId } });
-  if (!(await verifyPassword(input.current, user.passwordHash))) throw new DomainError("invalid", "The current password is wrong.");
+  if (!(await verifyPassword(input.current, user.passwordHash)))
+    throw new DomainError("invalid", "The current password is wrong.");
   if (input.next.length < MIN_PASSWORD_LENGTH) {
     throw new DomainError("invalid", `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.`);
   }

@@ -49,7 +49,8 @@ export async function createStaff(
       return { user, password };
     });
   } catch (error) {
-    if ((error as { code?: string }).code === "P2002") throw new DomainError("conflict", `There is already a staff user ${email}.`);
+    if ((error as { code?: string }).code === "P2002")
+      throw new DomainError("conflict", `There is already a staff user ${email}.`);
     throw error;
   }
 }
@@ -65,7 +66,12 @@ async function requireOther(userId: number, context: AuditContext) {
 
 async function revokeSessions(userId: number, reason: string, context: AuditContext) {
   const ended = await endSessionsOf(userId);
-  if (ended > 0) await recordAudit(context, { action: "session.revoked", target: { type: "staff_user", id: userId }, details: { reason, ended } });
+  if (ended > 0)
+    await recordAudit(context, {
+      action: "session.revoked",
+      target: { type: "staff_user", id: userId },
+      details: { reason, ended },
+    });
   return ended;
 }
 
@@ -75,7 +81,11 @@ export async function setRole(userId: number, role: StaffRole, context: AuditCon
   await db.$transaction(async (tx) => {
     await tx.staffUser.update({ where: { id: userId }, data: { role } });
     const details = { email: user.email, from: user.role, to: role };
-    await recordAudit(context, { action: "staff.role_changed", target: { type: "staff_user", id: userId }, details }, tx);
+    await recordAudit(
+      context,
+      { action: "staff.role_changed", target: { type: "staff_user", id: userId }, details },
+      tx,
+    );
   });
   return { ended: await revokeSessions(userId, "role_changed", context) };
 }
@@ -86,7 +96,11 @@ export async function setDisabled(userId: number, disabled: boolean, context: Au
   await db.$transaction(async (tx) => {
     await tx.staffUser.update({ where: { id: userId }, data: { disabledAt: disabled ? new Date() : null } });
     const action = disabled ? "staff.disabled" : "staff.enabled";
-    await recordAudit(context, { action, target: { type: "staff_user", id: userId }, details: { email: user.email } }, tx);
+    await recordAudit(
+      context,
+      { action, target: { type: "staff_user", id: userId }, details: { email: user.email } },
+      tx,
+    );
   });
   return { ended: disabled ? await revokeSessions(userId, "disabled", context) : 0 };
 }
@@ -97,7 +111,11 @@ export async function resetTwoFactor(userId: number, context: AuditContext) {
   await db.$transaction(async (tx) => {
     const data = { totpSecret: null, totpPendingSecret: null, totpEnabledAt: null, totpLastStep: null };
     await tx.staffUser.update({ where: { id: userId }, data });
-    await recordAudit(context, { action: "two_factor.reset", target: { type: "staff_user", id: userId }, details: { email: user.email } }, tx);
+    await recordAudit(
+      context,
+      { action: "two_factor.reset", target: { type: "staff_user", id: userId }, details: { email: user.email } },
+      tx,
+    );
   });
   return { ended: await revokeSessions(userId, "two_factor_reset", context) };
 }

@@ -13,7 +13,11 @@ import { DomainError } from "~/server/domainError";
 import { NO_REQUEST, requestInfo, type RequestInfo } from "~/server/http/requestInfo";
 
 /** The context from plain values: what tests and server components use. */
-export function createInnerTRPCContext(opts: { user: SessionUser | null; sessionId?: string | null; request?: RequestInfo }) {
+export function createInnerTRPCContext(opts: {
+  user: SessionUser | null;
+  sessionId?: string | null;
+  request?: RequestInfo;
+}) {
   return { db, user: opts.user, sessionId: opts.sessionId ?? null, request: opts.request ?? NO_REQUEST };
 }
 
@@ -21,7 +25,11 @@ export function createInnerTRPCContext(opts: { user: SessionUser | null; session
 export async function createTRPCContext(opts: { headers: Headers }) {
   const session = await currentSession();
   const active = session?.stage === "active" ? session : null;
-  return createInnerTRPCContext({ user: active?.user ?? null, sessionId: active?.id ?? null, request: requestInfo(opts.headers) });
+  return createInnerTRPCContext({
+    user: active?.user ?? null,
+    sessionId: active?.id ?? null,
+    request: requestInfo(opts.headers),
+  });
 }
 
 export type Context = ReturnType<typeof createInnerTRPCContext>;
@@ -67,7 +75,8 @@ export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
 export const engineerProcedure = protectedProcedure.use(({ ctx, next }) => {
   if (ctx.user.role !== "engineer") throw new TRPCError({ code: "FORBIDDEN", message: "Only engineers can do this." });
   if (env.STAFF_REQUIRE_2FA && !ctx.user.twoFactorVerified) {
-    throw new TRPCError({ code: "FORBIDDEN", message: "Engineers must sign in with two-factor authentication; set it up under Account." });
+    const message = "Engineers must sign in with two-factor authentication; set it up under Account.";
+    throw new TRPCError({ code: "FORBIDDEN", message });
   }
   return next({ ctx });
 });

@@ -34,8 +34,8 @@ export default async function DashboardLayout({ children }: { children: ReactNod
       <main className="page">
         {needsTwoFactor && (
           <p role="status" className="card warn">
-            Engineers must sign in with two-factor authentication. <Link href="/admin/account">Set it up under Account</Link>,
-            then sign in again.
+            Engineers must sign in with two-factor authentication.{" "}
+            <Link href="/admin/account">Set it up under Account</Link>, then sign in again.
           </p>
         )}
         {children}

@@ -7,7 +7,11 @@ type Step = "password" | "code";
 
 /** Posts JSON to /api/auth/*; the answer's error message is shown as it is. */
 async function post(path: string, body: unknown): Promise<{ ok: boolean; status?: string; message?: string }> {
-  const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json().catch(() => ({}))) as { status?: string; error?: { message?: string } };
   if (res.ok) return { ok: true, status: json.status };
   const retry = res.headers.get("retry-after");
@@ -55,10 +59,22 @@ export default function LoginPage() {
         ) : (
           <label>
             Authentication code
-            <input name="code" inputMode="numeric" autoComplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required autoFocus />
+            <input
+              name="code"
+              inputMode="numeric"
+              autoComplete="one-time-code"
+              pattern="[0-9]{6}"
+              maxLength={6}
+              required
+              autoFocus
+            />
           </label>
         )}
-        {error && <p role="alert" className="bad">{error}</p>}
+        {error && (
+          <p role="alert" className="bad">
+            {error}
+          </p>
+        )}
         <button type="submit" disabled={pending}>
           {step === "password" ? "Sign in" : "Verify"}
         </button>

@@ -19,7 +19,15 @@ export const apiClientsRouter = createTRPCRouter({
 
   /** The old keys keep working for `graceHours` (0: they stop at once). */
   rotateKey: engineerProcedure
-    .input(clientId.extend({ graceHours: z.number().int().min(0).max(24 * 30) }))
+    .input(
+      clientId.extend({
+        graceHours: z
+          .number()
+          .int()
+          .min(0)
+          .max(24 * 30),
+      }),
+    )
     .mutation(({ ctx, input }) => rotateKey(input.clientId, input.graceHours * 3_600_000, ctx.audit)),
 
   revokeKey: engineerProcedure

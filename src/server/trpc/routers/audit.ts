@@ -11,7 +11,10 @@ export const auditRouter = createTRPCRouter({
         actor: z.string().trim().max(255).optional(),
         since: z.date().optional(),
         until: z.date().optional(),
-        cursor: z.string().regex(/^\d{1,18}$/).nullish(),
+        cursor: z
+          .string()
+          .regex(/^\d{1,18}$/)
+          .nullish(),
         limit: z.number().int().min(1).max(100).default(50),
       }),
     )

@@ -17,7 +17,9 @@ export const staffRouter = createTRPCRouter({
       return { userId: user.id, email: user.email, temporaryPassword: password };
     }),
 
-  setRole: engineerProcedure.input(userId.extend({ role })).mutation(({ ctx, input }) => setRole(input.userId, input.role, ctx.audit)),
+  setRole: engineerProcedure
+    .input(userId.extend({ role }))
+    .mutation(({ ctx, input }) => setRole(input.userId, input.role, ctx.audit)),
 
   setDisabled: engineerProcedure
     .input(userId.extend({ disabled: z.boolean() }))

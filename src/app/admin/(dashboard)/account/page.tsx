@@ -30,25 +30,41 @@ function TwoFactor() {
       <h2>Two-factor sign-in</h2>
       {me.data.twoFactorRequired && <p className="warn">Required for engineers on this installation.</p>}
       {!start.data ? (
-        <button onClick={() => start.mutate()} disabled={start.isPending}>Set up two-factor sign-in</button>
+        <button onClick={() => start.mutate()} disabled={start.isPending}>
+          Set up two-factor sign-in
+        </button>
       ) : (
-        <form
-          onSubmit={(e: FormEvent) => (e.preventDefault(), confirm.mutate({ code }))}
-          className="login"
-        >
+        <form onSubmit={(e: FormEvent) => (e.preventDefault(), confirm.mutate({ code }))} className="login">
           <p>Scan this with an authenticator app (or enter the key by hand), then type the code it shows.</p>
-          <img src={`data:image/svg+xml;utf8,${encodeURIComponent(start.data.qrSvg)}`} alt="QR code of the TOTP secret" width={180} height={180} />
+          <img
+            src={`data:image/svg+xml;utf8,${encodeURIComponent(start.data.qrSvg)}`}
+            alt="QR code of the TOTP secret"
+            width={180}
+            height={180}
+          />
           <p>
             Key: <code data-testid="totp-secret">{start.data.secret}</code>
           </p>
           <label>
             Code from the app
-            <input value={code} onChange={(e) => setCode(e.target.value)} inputMode="numeric" autoComplete="one-time-code" required />
+            <input
+              value={code}
+              onChange={(e) => setCode(e.target.value)}
+              inputMode="numeric"
+              autoComplete="one-time-code"
+              required
+            />
           </label>
-          <button type="submit" disabled={confirm.isPending}>Turn on two-factor sign-in</button>
+          <button type="submit" disabled={confirm.isPending}>
+            Turn on two-factor sign-in
+          </button>
         </form>
       )}
-      {(start.error ?? confirm.error) && <p role="alert" className="bad">{(start.error ?? confirm.error)!.message}</p>}
+      {(start.error ?? confirm.error) && (
+        <p role="alert" className="bad">
+          {(start.error ?? confirm.error)!.message}
+        </p>
+      )}
     </section>
   );
 }
@@ -77,9 +93,19 @@ function ChangePassword() {
           New password
           <input name="next" type="password" autoComplete="new-password" minLength={12} required />
         </label>
-        <button type="submit" disabled={change.isPending}>Change password</button>
-        {change.isSuccess && <p role="status" className="good">Password changed; your other sessions were ended.</p>}
-        {change.error && <p role="alert" className="bad">{change.error.message}</p>}
+        <button type="submit" disabled={change.isPending}>
+          Change password
+        </button>
+        {change.isSuccess && (
+          <p role="status" className="good">
+            Password changed; your other sessions were ended.
+          </p>
+        )}
+        {change.error && (
+          <p role="alert" className="bad">
+            {change.error.message}
+          </p>
+        )}
       </form>
     </section>
   );

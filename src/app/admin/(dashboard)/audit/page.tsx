@@ -27,19 +27,28 @@ export default function AuditPage() {
       >
         <label>
           Action{" "}
-          <select value={filters.action ?? ""} onChange={(e) => setFilters({ ...filters, action: e.target.value || undefined })}>
+          <select
+            value={filters.action ?? ""}
+            onChange={(e) => setFilters({ ...filters, action: e.target.value || undefined })}
+          >
             <option value="">all</option>
-            {actions.data?.map((a) => <option key={a}>{a}</option>)}
+            {actions.data?.map((a) => (
+              <option key={a}>{a}</option>
+            ))}
           </select>
         </label>
         <label>
-          Actor <input value={actorInput} onChange={(e) => setActorInput(e.target.value)} placeholder="e-mail or cli:name" />
+          Actor{" "}
+          <input value={actorInput} onChange={(e) => setActorInput(e.target.value)} placeholder="e-mail or cli:name" />
         </label>
         <label>
           Since{" "}
           <select
             onChange={(e) =>
-              setFilters({ ...filters, since: e.target.value ? new Date(Date.now() - Number(e.target.value) * 3_600_000) : undefined })
+              setFilters({
+                ...filters,
+                since: e.target.value ? new Date(Date.now() - Number(e.target.value) * 3_600_000) : undefined,
+              })
             }
           >
             <option value="">any time</option>
@@ -50,10 +59,22 @@ export default function AuditPage() {
         </label>
         <button type="submit">Filter</button>
       </form>
-      {log.error && <p role="alert" className="bad">{log.error.message}</p>}
+      {log.error && (
+        <p role="alert" className="bad">
+          {log.error.message}
+        </p>
+      )}
       <table aria-label="Audit entries">
         <thead>
-          <tr><th>Time</th><th>Action</th><th>Actor</th><th>Target</th><th>Details</th><th>Address</th><th>User agent</th></tr>
+          <tr>
+            <th>Time</th>
+            <th>Action</th>
+            <th>Actor</th>
+            <th>Target</th>
+            <th>Details</th>
+            <th>Address</th>
+            <th>User agent</th>
+          </tr>
         </thead>
         <tbody>
           {entries.map((e) => (
@@ -62,7 +83,9 @@ export default function AuditPage() {
               <td>{e.action}</td>
               <td>{e.actorLabel ?? e.actorType}</td>
               <td>{e.targetType ? `${e.targetType} ${e.targetId}` : "—"}</td>
-              <td><code>{e.details ? JSON.stringify(e.details) : ""}</code></td>
+              <td>
+                <code>{e.details ? JSON.stringify(e.details) : ""}</code>
+              </td>
               <td>{e.ipAddress ?? "—"}</td>
               <td className="muted">{e.userAgent ?? "—"}</td>
             </tr>

@@ -40,7 +40,11 @@ export default function ApiClientsPage() {
   return (
     <>
       <h1>API clients</h1>
-      {error && <p role="alert" className="bad">{error.message}</p>}
+      {error && (
+        <p role="alert" className="bad">
+          {error.message}
+        </p>
+      )}
       {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
 
       <section className="card">
@@ -52,7 +56,9 @@ export default function ApiClientsPage() {
           <label>
             Contact e-mail <input name="contactEmail" type="email" maxLength={255} />
           </label>
-          <button type="submit" disabled={create.isPending}>Create client</button>
+          <button type="submit" disabled={create.isPending}>
+            Create client
+          </button>
         </form>
       </section>
 
@@ -61,28 +67,53 @@ export default function ApiClientsPage() {
         <label>
           Grace period when rotating{" "}
           <select value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
-            {GRACE_OPTIONS.map((o) => <option key={o.hours} value={o.hours}>{o.label}</option>)}
+            {GRACE_OPTIONS.map((o) => (
+              <option key={o.hours} value={o.hours}>
+                {o.label}
+              </option>
+            ))}
           </select>
         </label>
         {clients.data?.map((client) => (
           <section key={client.id} className="client" aria-label={`Client ${client.name}`}>
             <h3>
-              {client.name} <span className="muted">#{client.id} {client.contactEmail ?? ""}</span>
+              {client.name}{" "}
+              <span className="muted">
+                #{client.id} {client.contactEmail ?? ""}
+              </span>
             </h3>
             <table>
-              <thead><tr><th>Key</th><th>Issued</th><th>State</th><th>Works until</th><th /></tr></thead>
+              <thead>
+                <tr>
+                  <th>Key</th>
+                  <th>Issued</th>
+                  <th>State</th>
+                  <th>Works until</th>
+                  <th />
+                </tr>
+              </thead>
               <tbody>
                 {client.keys.map((key) => (
                   <tr key={key.id}>
-                    <td><code>{key.keyPrefix}…</code></td>
+                    <td>
+                      <code>{key.keyPrefix}…</code>
+                    </td>
                     <td>{formatTime(key.createdAt)}</td>
                     <td>{key.state}</td>
-                    <td>{key.state === "revoked" ? `revoked ${formatTime(key.revokedAt)}` : key.expiresAt ? formatTime(key.expiresAt) : "—"}</td>
+                    <td>
+                      {key.state === "revoked"
+                        ? `revoked ${formatTime(key.revokedAt)}`
+                        : key.expiresAt
+                          ? formatTime(key.expiresAt)
+                          : "—"}
+                    </td>
                     <td>
                       {(key.state === "active" || key.state === "grace") && (
                         <button
                           aria-label={`Revoke key ${key.keyPrefix}`}
-                          onClick={() => window.confirm(`Revoke ${key.keyPrefix}… now?`) && revoke.mutate({ keyId: key.id })}
+                          onClick={() =>
+                            window.confirm(`Revoke ${key.keyPrefix}… now?`) && revoke.mutate({ keyId: key.id })
+                          }
                         >
                           Revoke
                         </button>

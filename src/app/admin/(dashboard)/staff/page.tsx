@@ -33,7 +33,11 @@ export default function StaffPage() {
   return (
     <>
       <h1>Staff</h1>
-      {error && <p role="alert" className="bad">{error.message}</p>}
+      {error && (
+        <p role="alert" className="bad">
+          {error.message}
+        </p>
+      )}
       {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
 
       <section className="card">
@@ -52,7 +56,9 @@ export default function StaffPage() {
               <option value="engineer">engineer</option>
             </select>
           </label>
-          <button type="submit" disabled={create.isPending}>Add staff member</button>
+          <button type="submit" disabled={create.isPending}>
+            Add staff member
+          </button>
         </form>
         <p className="muted">They get a first password (shown once) and should change it under Account.</p>
       </section>
@@ -60,7 +66,15 @@ export default function StaffPage() {
       <section className="card">
         <table>
           <thead>
-            <tr><th>E-mail</th><th>Name</th><th>Role</th><th>Two-factor</th><th>Sessions</th><th>Status</th><th /></tr>
+            <tr>
+              <th>E-mail</th>
+              <th>Name</th>
+              <th>Role</th>
+              <th>Two-factor</th>
+              <th>Sessions</th>
+              <th>Status</th>
+              <th />
+            </tr>
           </thead>
           <tbody>
             {staff.data?.map((u) => (
@@ -80,7 +94,10 @@ export default function StaffPage() {
                 <td>
                   {u.twoFactor ? "on" : "off"}
                   {u.twoFactor && (
-                    <button aria-label={`Reset two-factor of ${u.email}`} onClick={() => resetTwoFactor.mutate({ userId: u.id })}>
+                    <button
+                      aria-label={`Reset two-factor of ${u.email}`}
+                      onClick={() => resetTwoFactor.mutate({ userId: u.id })}
+                    >
                       Reset
                     </button>
                   )}
@@ -99,7 +116,9 @@ export default function StaffPage() {
             ))}
           </tbody>
         </table>
-        <p className="muted">Changing a role, disabling or resetting two-factor ends that person&apos;s sessions at once.</p>
+        <p className="muted">
+          Changing a role, disabling or resetting two-factor ends that person&apos;s sessions at once.
+        </p>
       </section>
     </>
   );
