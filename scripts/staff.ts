@@ -32,7 +32,7 @@ await runCli(USAGE, options, {
     for (const u of await listStaff()) {
       const status = u.disabledAt ? "disabled" : "active";
       console.log(
-        `#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status} sessions:${u.activeSessions}`,
+        `#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status}`,
       );
     }
   },

@@ -96,7 +96,8 @@ describe("least privilege", () => {
     const database = new URL(process.env.DATABASE_URL!).pathname.slice(1);
     await fetch(`${process.env.TEST_APP_URL}/api/health`);
     const users = await db.$queryRaw<{ user: string }[]>`
-      SELECT DISTINCT USER AS user FROM information_schema.PROCESSLIST WHERE DB = ${database} AND ID <> CONNECTION_ID()`;
+      SELECT DISTINCT USER AS user FROM information_schema.PROCESSLIST
+       WHERE DB = ${database} AND ID <> CONNECTION_ID()`;
     const names = users.map((u) => u.user);
     assert.ok(names.includes(appUser), `connections: ${names.join(", ")}`);
   });

@@ -16,7 +16,7 @@ function nonceOf(csp: string | null): string {
 }
 
 describe("security headers", () => {
-  test("pages: a CSP with a fresh nonce that every script tag carries; no framing, nosniff, a referrer policy", async () => {
+  test("pages: a CSP with a fresh nonce on every script tag; no framing, nosniff, a referrer policy", async () => {
     const first = await fetch(`${APP_URL}/admin/login`);
     const second = await fetch(`${APP_URL}/admin/login`);
     const csp = first.headers.get("content-security-policy");

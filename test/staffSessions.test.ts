@@ -28,7 +28,7 @@ describe("staff sessions", () => {
     assert.match(page.headers.get("location") ?? "", /\/admin\/login$/);
   });
 
-  test("the role is re-read on every request: an engineer demoted in the database can no longer switch the mode", async () => {
+  test("the role is re-read on every request: an engineer demoted in the database cannot switch the mode", async () => {
     const account = await createStaffAccount("engineer");
     const browser = await signedIn(account);
     await db.staffUser.update({ where: { id: account.id }, data: { role: "support" } });

@@ -37,9 +37,10 @@ export async function keylessTraffic(opts: { granularity: Granularity; since: Da
     opts.since,
   );
   const clients = await db.$queryRawUnsafe<ClientRow[]>(
-    `SELECT b.api_client_id, c.name, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless, MAX(b.last_keyless_at) AS last_keyless_at,
-            (SELECT k.key_prefix FROM api_keys k WHERE k.api_client_id = c.id ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1)
-              AS key_prefix
+    `SELECT b.api_client_id, c.name, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless,
+            MAX(b.last_keyless_at) AS last_keyless_at,
+            (SELECT k.key_prefix FROM api_keys k WHERE k.api_client_id = c.id
+              ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1) AS key_prefix
        FROM request_count_buckets b JOIN api_clients c ON c.id = b.api_client_id
       WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name ORDER BY keyless DESC, c.name`,
     opts.since,
