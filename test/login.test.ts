@@ -40,6 +40,16 @@ describe("staff sign-in", () => {
     assert.equal(blocked, 1, "the lock-out is audited once");
   });
 
+  test("a burst of parallel guesses gets no more password checks than the limit", async () => {
+    const account = await createStaffAccount("support");
+    const guesses = Array.from({ length: 15 }, () =>
+      new Browser().post("/api/auth/login", { email: account.email, password: "wrong" }),
+    );
+    const statuses = (await Promise.all(guesses)).map((r) => r.status);
+    assert.equal(statuses.filter((s) => s === 401).length, ACCOUNT_LIMIT.points, statuses.join(" "));
+    assert.equal(statuses.filter((s) => s === 429).length, 15 - ACCOUNT_LIMIT.points);
+  });
+
   test("an unknown e-mail is locked out like a known one (no existence oracle)", async () => {
     const email = `nobody-${randomUUID()}@example.com`;
     for (let i = 0; i < ACCOUNT_LIMIT.points; i++)

@@ -4,8 +4,9 @@ import { db } from "~/server/db";
 /**
  * Failed sign-ins are counted per account and per client address in the
  * database (rate-limiter-flexible's Prisma store, table rate_limits), so the
- * limits hold across app instances and restarts. Only failures count; a
- * success clears the account's count, not the address's.
+ * limits hold across app instances and restarts. Every attempt takes one
+ * point first; a success clears the account's count and gives the address its
+ * point back, so only failures stay counted.
  *
  * Unknown e-mails are counted like known ones: a lock-out that only real
  * accounts get would tell which accounts exist.
@@ -19,37 +20,40 @@ const perAddress = new RateLimiterPrisma({ ...store, keyPrefix: "login_address",
 
 export type ThrottleKeys = { email: string; address: string | null };
 
-/** Seconds until another attempt is allowed, or 0 when it is allowed now. */
-export async function secondsUntilAllowed({ email, address }: ThrottleKeys): Promise<number> {
-  const [account, fromAddress] = await Promise.all([perAccount.get(email), address ? perAddress.get(address) : null]);
-  const wait = (res: RateLimiterRes | null, points: number) =>
-    res && res.consumedPoints >= points ? Math.max(1, Math.ceil(res.msBeforeNext / 1000)) : 0;
-  return Math.max(wait(account, ACCOUNT_LIMIT.points), wait(fromAddress, ADDRESS_LIMIT.points));
-}
+export type Attempt = { retryAfterSeconds: number; lastOne: boolean };
 
 /**
- * Counts a failure; true when it used up the last attempt (the lock-out starts now).
- * The store's upsert is a read then a write, so two first failures at once can
+ * Takes one attempt from the account's and the address's allowance before the
+ * password is checked, so that a burst of parallel attempts is bounded too.
+ * `retryAfterSeconds` > 0: none was left, refuse. `lastOne`: this attempt used
+ * the last one (if it fails, the lock-out starts now).
+ * The store's upsert is a read then a write, so two first attempts at once can
  * collide on the key (P2002); the second is simply retried.
  */
-export async function recordFailure({ email, address }: ThrottleKeys): Promise<boolean> {
-  const consume = async (limiter: RateLimiterPrisma, key: string): Promise<RateLimiterRes> => {
+export async function takeAttempt({ email, address }: ThrottleKeys): Promise<Attempt> {
+  const take = async (limiter: RateLimiterPrisma, key: string) => {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await limiter.consume(key);
+        return { res: await limiter.consume(key), refused: false };
       } catch (error) {
-        if (error instanceof RateLimiterRes) return error; // already over the limit: a concurrent failure
+        if (error instanceof RateLimiterRes) return { res: error, refused: true };
         if (attempt > 0 || (error as { code?: string }).code !== "P2002") throw error;
       }
     }
   };
   const [account, fromAddress] = await Promise.all([
-    consume(perAccount, email),
-    address ? consume(perAddress, address) : null,
+    take(perAccount, email),
+    address ? take(perAddress, address) : null,
   ]);
-  return account.consumedPoints === ACCOUNT_LIMIT.points || fromAddress?.consumedPoints === ADDRESS_LIMIT.points;
+  const refused = [account, fromAddress].filter((t) => t?.refused);
+  return {
+    retryAfterSeconds: Math.max(0, ...refused.map((t) => Math.max(1, Math.ceil(t!.res.msBeforeNext / 1000)))),
+    lastOne:
+      account.res.consumedPoints === ACCOUNT_LIMIT.points || fromAddress?.res.consumedPoints === ADDRESS_LIMIT.points,
+  };
 }
 
-export async function recordSuccess({ email }: ThrottleKeys): Promise<void> {
-  await perAccount.delete(email);
+/** A success clears the account's count and gives the address its attempt back. */
+export async function attemptSucceeded({ email, address }: ThrottleKeys): Promise<void> {
+  await Promise.all([perAccount.delete(email), address ? perAddress.reward(address, 1) : null]);
 }

@@ -6,7 +6,7 @@
 import { recordAudit, staffContext, type AuditContext } from "~/server/audit/audit";
 import { db } from "~/server/db";
 import type { RequestInfo } from "~/server/http/requestInfo";
-import { recordFailure, recordSuccess, secondsUntilAllowed, type ThrottleKeys } from "./loginThrottle";
+import { attemptSucceeded, takeAttempt, type Attempt, type ThrottleKeys } from "./loginThrottle";
 import { hashPassword, needsRehash, verifyAgainstDummy, verifyPassword } from "./password";
 import { clearSessionCookie, currentSession, endSession, startSession } from "./session";
 import { acceptTotp } from "./totp";
@@ -23,24 +23,28 @@ export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 type FailureReason = "unknown_email" | "wrong_password" | "disabled" | "wrong_code";
 
-async function failed(keys: ThrottleKeys, request: RequestInfo, reason: FailureReason): Promise<SignInResult> {
-  const blocked = await recordFailure(keys);
+async function failed(
+  keys: ThrottleKeys,
+  attempt: Attempt,
+  request: RequestInfo,
+  reason: FailureReason,
+): Promise<SignInResult> {
   const context: AuditContext = { actor: { type: "anonymous", email: keys.email }, request };
   await recordAudit(context, { action: "login.failed", details: { reason } });
-  if (blocked) await recordAudit(context, { action: "login.blocked", details: { address: keys.address } });
+  if (attempt.lastOne) await recordAudit(context, { action: "login.blocked", details: { address: keys.address } });
   return { kind: reason === "wrong_code" ? "invalid_code" : "invalid_credentials" };
 }
 
 export async function signIn(emailInput: string, password: string, request: RequestInfo): Promise<SignInResult> {
   const keys = { email: normalizeEmail(emailInput), address: request.address };
-  const wait = await secondsUntilAllowed(keys);
-  if (wait > 0) return { kind: "throttled", retryAfterSeconds: wait };
+  const attempt = await takeAttempt(keys);
+  if (attempt.retryAfterSeconds > 0) return { kind: "throttled", retryAfterSeconds: attempt.retryAfterSeconds };
 
   const user = await db.staffUser.findUnique({ where: { email: keys.email } });
   const passwordOk = user ? await verifyPassword(password, user.passwordHash) : await verifyAgainstDummy(password);
-  if (!user) return failed(keys, request, "unknown_email");
-  if (!passwordOk) return failed(keys, request, "wrong_password");
-  if (user.disabledAt) return failed(keys, request, "disabled");
+  if (!user) return failed(keys, attempt, request, "unknown_email");
+  if (!passwordOk) return failed(keys, attempt, request, "wrong_password");
+  if (user.disabledAt) return failed(keys, attempt, request, "disabled");
 
   if (needsRehash(user.passwordHash)) {
     await db.staffUser.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(password) } });
@@ -49,7 +53,7 @@ export async function signIn(emailInput: string, password: string, request: Requ
     await startSession(user.id, { stage: "second_factor", twoFactor: false, request });
     return { kind: "second_factor_required" };
   }
-  await recordSuccess(keys);
+  await attemptSucceeded(keys);
   await startSession(user.id, { stage: "active", twoFactor: false, request });
   await recordAudit(staffContext(user, request), { action: "login.succeeded", details: { two_factor: false } });
   return { kind: "signed_in" };
@@ -60,8 +64,8 @@ export async function verifySecondFactor(code: string, request: RequestInfo): Pr
   const pending = await currentSession();
   if (!pending || pending.stage !== "second_factor") return { kind: "no_pending_sign_in" };
   const keys = { email: pending.user.email, address: request.address };
-  const wait = await secondsUntilAllowed(keys);
-  if (wait > 0) return { kind: "throttled", retryAfterSeconds: wait };
+  const attempt = await takeAttempt(keys);
+  if (attempt.retryAfterSeconds > 0) return { kind: "throttled", retryAfterSeconds: attempt.retryAfterSeconds };
 
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: pending.user.id } });
   const step = user.totpSecret ? await acceptTotp(user.totpSecret, code.trim(), user.totpLastStep) : null;
@@ -74,10 +78,10 @@ export async function verifySecondFactor(code: string, request: RequestInfo): Pr
         data: { totpLastStep: step },
       })
     ).count === 1;
-  if (!accepted) return failed(keys, request, "wrong_code");
+  if (!accepted) return failed(keys, attempt, request, "wrong_code");
 
   await endSession(pending.id);
-  await recordSuccess(keys);
+  await attemptSucceeded(keys);
   await startSession(user.id, { stage: "active", twoFactor: true, request });
   await recordAudit(staffContext(user, request), { action: "login.succeeded", details: { two_factor: true } });
   return { kind: "signed_in" };
