@@ -6,6 +6,7 @@
 import { recordAudit, staffContext, type AuditContext } from "~/server/audit/audit";
 import { db } from "~/server/db";
 import type { RequestInfo } from "~/server/http/requestInfo";
+import { normalizeEmail } from "./email";
 import { attemptSucceeded, takeAttempt, type Attempt, type ThrottleKeys } from "./loginThrottle";
 import { hashPassword, needsRehash, verifyAgainstDummy, verifyPassword } from "./password";
 import { clearSessionCookie, currentSession, endSession, startSession } from "./session";
@@ -18,8 +19,6 @@ export type SignInResult =
   | { kind: "invalid_code" }
   | { kind: "no_pending_sign_in" }
   | { kind: "throttled"; retryAfterSeconds: number };
-
-export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
 type FailureReason = "unknown_email" | "wrong_password" | "disabled" | "wrong_code";
 

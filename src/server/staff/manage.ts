@@ -9,7 +9,7 @@ import type { StaffRole } from "~/generated/prisma/client";
 import { recordAudit, type AuditContext } from "~/server/audit/audit";
 import { hashPassword } from "~/server/auth/password";
 import { endSessionsOf } from "~/server/auth/session";
-import { normalizeEmail } from "~/server/auth/staffLogin";
+import { normalizeEmail } from "~/server/auth/email";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 
