@@ -1,3 +1,16 @@
+/**
+ * Headers for every answer. The dashboard pages also get a per-request CSP
+ * with a nonce (src/proxy.ts); API answers are JSON and may load nothing.
+ */
+const everywhere = [
+  { key: "X-Content-Type-Options", value: "nosniff" },
+  { key: "Referrer-Policy", value: "same-origin" },
+  { key: "X-Frame-Options", value: "DENY" },
+  { key: "Permissions-Policy", value: "camera=(), microphone=(), geolocation=(), payment=()" },
+];
+
+const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+
 /** @type {import('next').NextConfig} */
 const nextConfig = {
   // The public API is server-only; keep the driver out of the bundler's way.
@@ -7,6 +20,12 @@ const nextConfig = {
   // its CPU in the storm benchmark, for nothing. A proxy in front compresses
   // the dashboard's assets if that is wanted.
   compress: false,
+  async headers() {
+    return [
+      { source: "/:path*", headers: everywhere },
+      { source: "/api/:path*", headers: [{ key: "Content-Security-Policy", value: API_CSP }] },
+    ];
+  },
 };
 
 export default nextConfig;

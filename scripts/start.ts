@@ -1,8 +1,10 @@
 /**
  * `npm start`: everything a new user needs, on one command. Database (a private
- * MariaDB if none runs), migrations, a demo API client, the simulated gateway,
+ * MariaDB if none runs), migrations, the app's own database user, a demo API
+ * client and demo staff (not with NODE_ENV=production), the simulated gateway,
  * the production build of the app and the background sweeper.
  */
+import { provisionAppUser } from "./lib/appUser";
 import { devConfig, loadDotEnv } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
@@ -20,10 +22,13 @@ function gatewayDescription(): string {
   return `Stripe adapter -> ${base === config.env.GATEWAY_URL ? simulator : base}`;
 }
 
+const production = process.env.NODE_ENV === "production";
 const privateDb = await prepareDatabase(config.databaseUrl);
 await createDatabase(config.gatewayDatabaseUrl);
+// Migrations ran as the admin user; the app and the sweeper get a user of their own.
+config.env.DATABASE_URL = await provisionAppUser(config.databaseUrl);
 const { seedDemo } = await import("./lib/seed");
-const demo = await seedDemo();
+const demo = production ? null : await seedDemo();
 
 await run("next", ["build"], { ...config.env, NODE_ENV: "production" });
 
@@ -45,8 +50,14 @@ Charges is running.
   API        ${app.url}/api/charges
   Dashboard  ${app.url}/admin
   Gateway    ${gatewayDescription()}
+`);
+  if (!demo) {
+    console.log(`NODE_ENV=production: no demo data. Create the first engineer and an API client:
+  npm run staff -- create --email you@example.com --name "Your Name" --role engineer
+  npm run clients -- create --name "First client" --email ops@client.example
 
-Demo API key (shown once; rotated on every start):
+Ctrl-C stops everything.`);
+  } else console.log(`Demo API key (shown once; rotated on every start):
   ${demo.apiKey}
 
 Try it:

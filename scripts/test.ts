@@ -15,6 +15,7 @@
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
+import { provisionAppUser } from "./lib/appUser";
 import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
@@ -44,6 +45,9 @@ if (runNodeTests && unitFiles.length > 0) await run(process.execPath, ["--import
 
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
+// The app runs as its own least-privilege user; the tests connect as the admin user to seed and inspect.
+const appDatabaseUrl = await provisionAppUser(config.databaseUrl);
+const appEnv = { ...config.env, DATABASE_URL: appDatabaseUrl };
 
 // Known staff passwords and a demo API key for the browser tests.
 Object.assign(process.env, config.env, { DEMO_SUPPORT_PASSWORD: "support-test-password", DEMO_ENGINEER_PASSWORD: "engineer-test-password" });
@@ -58,6 +62,7 @@ const testEnv = {
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,
   TEST_GATEWAY_PORT: String(config.gatewayPort),
+  TEST_APP_DATABASE_URL: appDatabaseUrl,
   TEST_API_KEY: demo.apiKey,
   TEST_SUPPORT_EMAIL: "support@example.com",
   TEST_SUPPORT_PASSWORD: "support-test-password",
@@ -87,7 +92,7 @@ try {
   const gatewayDatabase = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl };
   services.push(await startGateway({ ...gatewayDatabase, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true }));
   console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
-  services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
+  services.push(await startApp({ port: config.appPort, env: appEnv, quiet: true }));
 
   const files = testFiles("test");
   if (runNodeTests && files.length > 0) {

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { sessionSecretProblem } from "~/server/auth/sessionSecret";
+
+const flag = z.enum(["true", "false"]).default("false").transform((v) => v === "true");
 
 /**
  * Every environment variable the server reads, parsed once at start-up.
@@ -47,7 +50,29 @@ const schema = z
     API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(1_000).max(300_000).default(30_000),
     /** Keyless traffic must be zero for this long before enforcing is called safe. */
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
-    SESSION_SECRET: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)"),
+    /**
+     * Seals the dashboard's session cookie. Optional here because the sweeper and the command-line tools
+     * do not use it; the web server refuses to start without a good one (src/instrumentation.ts).
+     */
+    SESSION_SECRET: z
+      .string()
+      .optional()
+      .transform((v) => v || undefined)
+      .superRefine((secret, ctx) => {
+        const problem = secret === undefined ? null : sessionSecretProblem(secret);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
+    /** A session ends after this long without a request... */
+    STAFF_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(24 * 60).default(30),
+    /** ...and this long after sign-in, however active. */
+    STAFF_SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(7 * 24).default(8),
+    /** Engineers must sign in with a TOTP code to use engineer-only actions. */
+    STAFF_REQUIRE_2FA: flag,
+    /**
+     * Reverse proxies in front of the app that append the client's address to X-Forwarded-For. With 0 the
+     * address is Next.js's (the socket's, unless the client sent the header itself): see README, Security.
+     */
+    TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
   })
   .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],

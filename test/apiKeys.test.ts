@@ -1,11 +1,13 @@
 /**
  * API keys are looked up once and then trusted for API_KEY_CACHE_TTL_MS, so a
- * rotated key must stop working once that has passed (and a new one at once).
+ * key revoked (or whose grace period ended) in another process stops working
+ * once that has passed, and a new key works at once. The app instance here is
+ * not the process that changes the keys, as with several instances in production.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
-import { hashApiKey } from "~/server/auth/apiClients";
+import { cliContext } from "~/server/audit/audit";
+import { revokeKey, rotateKey } from "~/server/apiClients/manage";
 import { closeConnections, db, newApiClient, postCharge, startAppInstance, uniqueKey } from "./helpers";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 3;
@@ -22,18 +24,48 @@ after(async () => {
 });
 
 /** A POST that authenticates but charges nothing (its body is invalid): 400 if the key is accepted, 401 if not. */
-const tryKey = (apiKey: string) => postCharge({ apiKey, baseUrl: BASE_URL, key: uniqueKey("auth"), body: { amount_cents: -1 } }).then((r) => r.status);
+const tryKey = (apiKey: string) =>
+  postCharge({ apiKey, baseUrl: BASE_URL, key: uniqueKey("auth"), body: { amount_cents: -1 } }).then((r) => r.status);
+const pastTtl = () => new Promise((r) => setTimeout(r, TTL_MS + 200));
 
-test("a rotated API key keeps working for the cache lifetime, then gets 401; the new key works at once", async () => {
+test("a key rotated without grace works for the cache lifetime, then gets 401; the new key at once", async () => {
   const { id, apiKey: oldKey } = await newApiClient("rotation");
   assert.equal(await tryKey(oldKey), 400);
 
-  const newKey = `sk_test_${randomBytes(24).toString("base64url")}`;
-  await db.apiClient.update({ where: { id }, data: { keyHash: hashApiKey(newKey), keyPrefix: newKey.slice(0, 12) } });
+  const { apiKey: newKey } = await rotateKey(id, 0, cliContext("test"));
   assert.equal(await tryKey(newKey), 400, "a new key is looked up, never refused from a cache");
   assert.equal(await tryKey(oldKey), 400, "still trusted from the cache");
 
-  await new Promise((r) => setTimeout(r, TTL_MS + 200));
-  assert.equal(await tryKey(oldKey), 401, "looked up again after the lifetime: unknown");
+  await pastTtl();
+  assert.equal(await tryKey(oldKey), 401, "looked up again after the lifetime: expired");
   assert.equal(await tryKey(newKey), 400);
+});
+
+test("during a rotation's grace period both keys work; once it ends the old key gets 401", async () => {
+  const { id, apiKey: oldKey } = await newApiClient("grace");
+  const { apiKey: newKey, graceEndsAt } = await rotateKey(id, 3_600_000, cliContext("test"));
+  assert.ok(graceEndsAt.getTime() > Date.now() + 3_500_000);
+  await pastTtl();
+  assert.equal(await tryKey(oldKey), 400, "the old key works during the grace period");
+  assert.equal(await tryKey(newKey), 400);
+
+  // The grace period ends (moved into the past rather than waiting an hour).
+  await db.apiKey.updateMany({
+    where: { apiClientId: id, expiresAt: { not: null } },
+    data: { expiresAt: new Date(Date.now() - 1000) },
+  });
+  await pastTtl();
+  assert.equal(await tryKey(oldKey), 401);
+  assert.equal(await tryKey(newKey), 400);
+});
+
+test("a revoked key is refused by other instances within the cache lifetime", async () => {
+  const { id, apiKey } = await newApiClient("revoked");
+  assert.equal(await tryKey(apiKey), 400);
+  const key = await db.apiKey.findFirstOrThrow({ where: { apiClientId: id } });
+  await revokeKey(key.id, cliContext("test"));
+  await pastTtl();
+  assert.equal(await tryKey(apiKey), 401);
+  const audit = await db.auditEvent.findFirstOrThrow({ where: { action: "api_key.revoked", targetId: String(id) } });
+  assert.equal(audit.actorLabel, "test");
 });

@@ -57,7 +57,11 @@ before(async () => {
   await server.start();
   await createDatabase(databaseUrl, { dropFirst: true });
   await applyMigrations(databaseUrl);
-  await query("INSERT INTO api_clients (name, key_hash, key_prefix) VALUES ('restart', ?, ?)", [hashApiKey(apiKey), apiKey.slice(0, 12)]);
+  await query("INSERT INTO api_clients (id, name) VALUES (1, 'restart')");
+  await query("INSERT INTO api_keys (api_client_id, key_hash, key_prefix) VALUES (1, ?, ?)", [
+    hashApiKey(apiKey),
+    apiKey.slice(0, 12),
+  ]);
   app = await startAppInstance(APP_PORT, appEnv);
 });
 after(async () => {

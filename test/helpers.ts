@@ -112,10 +112,11 @@ export function tally(responses: ApiResponse[]) {
   return counts;
 }
 
-/** Another instance of the app (the production build), same database and gateway. */
+/** Another instance of the app (the production build), same database and gateway, as the app's own database user. */
 export async function startAppInstance(port: number, env: Record<string, string> = {}) {
   const { startApp } = await import("../scripts/lib/processes");
-  return startApp({ port, env: { ...process.env, ...env }, quiet: true });
+  const appDatabase = process.env.TEST_APP_DATABASE_URL ? { DATABASE_URL: process.env.TEST_APP_DATABASE_URL } : {};
+  return startApp({ port, env: { ...process.env, ...appDatabase, ...env }, quiet: true });
 }
 
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {

@@ -1,20 +1,24 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { hourBucket } from "~/server/rollout/counters";
+import { staffContext, type AuditContext } from "~/server/audit/audit";
 import { getIdempotencyMode, setIdempotencyMode } from "~/server/rollout/mode";
 import { chargeBody, closeConnections, db, localCharges, newApiClient, postCharge, uniqueKey, waitFor } from "./helpers";
 
 let apiKey: string;
 let clientId: number;
 let staffId: number;
+let engineer: AuditContext;
 before(async () => {
   ({ apiKey, id: clientId } = await newApiClient("rollout"));
-  staffId = (
-    await db.staffUser.create({ data: { email: `rollout-${Date.now()}@example.com`, name: "Rollout", role: "engineer", passwordHash: "x" } })
-  ).id;
+  const user = await db.staffUser.create({
+    data: { email: `rollout-${Date.now()}@example.com`, name: "Rollout", role: "engineer", passwordHash: "x" },
+  });
+  staffId = user.id;
+  engineer = staffContext(user);
 });
 after(async () => {
-  await setIdempotencyMode("optional", staffId);
+  await setIdempotencyMode("optional", engineer);
   await closeConnections();
 });
 
@@ -42,7 +46,7 @@ describe("rollout of the Idempotency-Key header", () => {
   });
 
   test("required mode: keyless -> 400 idempotency_key_required, nothing charged; keyed still works", async () => {
-    await setIdempotencyMode("required", staffId);
+    await setIdempotencyMode("required", engineer);
     const body = chargeBody();
     const res = await postCharge({ apiKey, body });
     assert.equal(res.status, 400);
@@ -50,13 +54,15 @@ describe("rollout of the Idempotency-Key header", () => {
     assert.match(res.headers.get("link") ?? "", /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/);
     assert.equal((await localCharges(body.customer_id)).length, 0);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);
-    const log = await db.rolloutAuditLog.findFirstOrThrow({ where: { staffUserId: staffId }, orderBy: { id: "desc" } });
-    assert.equal(log.fromMode, "optional");
-    assert.equal(log.toMode, "required");
+    const log = await db.auditEvent.findFirstOrThrow({
+      where: { action: "mode.changed", actorStaffId: staffId },
+      orderBy: { id: "desc" },
+    });
+    assert.deepEqual(JSON.parse(log.details!), { from: "optional", to: "required" });
   });
 
   test("back to optional: keyless accepted again", async () => {
-    await setIdempotencyMode("optional", staffId);
+    await setIdempotencyMode("optional", engineer);
     assert.equal((await postCharge({ apiKey, body: chargeBody() })).status, 201);
   });
 });

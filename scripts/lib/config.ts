@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { sessionSecretProblem } from "../../src/server/auth/sessionSecret";
 
 export const root = path.resolve(import.meta.dirname, "../..");
 
@@ -17,11 +18,13 @@ function withDatabase(url: string, name: string): string {
 }
 
 export type StackConfig = {
+  /** The admin connection: creates the database, runs migrations, creates the app's own user. */
   databaseUrl: string;
   gatewayDatabaseUrl: string;
   appPort: number;
   gatewayPort: number;
-  /** The environment the app, the sweeper and (in tests) the test runner get. */
+  /** The environment the app, the sweeper and (in tests) the test runner get; DATABASE_URL is the admin one until
+   * the app user is provisioned (scripts/lib/appUser.ts). */
   env: Record<string, string>;
 };
 
@@ -43,9 +46,37 @@ export function gatewayEnv(simulatorUrl: string, opts: { realStripeAllowed: bool
   return { ...env, STRIPE_SECRET_KEY: SIMULATOR_STRIPE_KEY, STRIPE_API_BASE: simulatorUrl };
 }
 
-type StackOptions = { appPort: number; gatewayPort: number; realStripeAllowed: boolean; extra: Record<string, string> };
+/**
+ * A configured SESSION_SECRET must be a good one (the app would refuse it at
+ * boot anyway; this says so before the build). Without one, `npm start` makes
+ * one and keeps it in .data/ (git-ignored), so sessions survive a restart.
+ */
+function sessionSecret(keepIn: string | null): string {
+  const configured = process.env.SESSION_SECRET;
+  if (configured) {
+    const problem = sessionSecretProblem(configured);
+    if (problem) throw new Error(`SESSION_SECRET ${problem}`);
+    return configured;
+  }
+  if (!keepIn) return randomBytes(32).toString("hex");
+  if (existsSync(keepIn)) return readFileSync(keepIn, "utf8").trim();
+  const secret = randomBytes(32).toString("hex");
+  mkdirSync(path.dirname(keepIn), { recursive: true });
+  writeFileSync(keepIn, `${secret}\n`, { mode: 0o600 });
+  console.log(`SESSION_SECRET is not set: generated one in ${path.relative(root, keepIn)}`);
+  return secret;
+}
 
-function stack(databaseUrl: string, { appPort, gatewayPort, realStripeAllowed, extra }: StackOptions): StackConfig {
+type StackOptions = {
+  appPort: number;
+  gatewayPort: number;
+  realStripeAllowed: boolean;
+  extra: Record<string, string>;
+  /** Where a generated SESSION_SECRET is kept (npm start), or null for one per run (tests). */
+  secretFile: string | null;
+};
+
+function stack(databaseUrl: string, { appPort, gatewayPort, realStripeAllowed, extra, secretFile }: StackOptions): StackConfig {
   const gatewayDatabaseUrl = withDatabase(databaseUrl, `${new URL(databaseUrl).pathname.slice(1)}_gateway`);
   const simulatorUrl = `http://127.0.0.1:${gatewayPort}`;
   return {
@@ -56,7 +87,7 @@ function stack(databaseUrl: string, { appPort, gatewayPort, realStripeAllowed, e
     env: {
       DATABASE_URL: databaseUrl,
       ...gatewayEnv(simulatorUrl, { realStripeAllowed }),
-      SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+      SESSION_SECRET: sessionSecret(secretFile),
       ...extra,
     },
   };
@@ -64,10 +95,14 @@ function stack(databaseUrl: string, { appPort, gatewayPort, realStripeAllowed, e
 
 const DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/charges";
 
-/** `npm start`: DATABASE_URL from the environment or .env, ports 3000 and 4010. */
+/** The admin connection of `npm start` and `npm test`: DATABASE_ADMIN_URL, else DATABASE_URL (older .env files). */
+const adminUrl = () => process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+
+/** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), ports 3000 and 4010. */
 export function devConfig(): StackConfig {
   const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
-  return stack(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, { ...ports, realStripeAllowed: true, extra: {} });
+  const secretFile = path.join(root, ".data/session-secret");
+  return stack(adminUrl(), { ...ports, realStripeAllowed: true, extra: {}, secretFile });
 }
 
 /**
@@ -92,7 +127,7 @@ const TEST_SEARCH_CONSISTENCY_MS = 1_000;
  * simulator (never against Stripe itself).
  */
 export function testConfig(): StackConfig {
-  const base = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+  const base = adminUrl();
   const name = testSlot === 0 ? "charges_test" : `charges_test${testSlot}`;
   const extra = {
     NODE_ENV: "test",
@@ -105,5 +140,5 @@ export function testConfig(): StackConfig {
     RECONCILE_INTERVAL_MS: "0",
   };
   const ports = { appPort: 3100 + 20 * testSlot, gatewayPort: 4110 + 20 * testSlot };
-  return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra });
+  return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra, secretFile: null });
 }

@@ -1,9 +1,13 @@
+import { headers } from "next/headers";
 import type { ReactNode } from "react";
 import "./globals.css";
 
 export const metadata = { title: "Charges", description: "Idempotent payments API" };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  // Reading the request makes every page render per request, which the CSP nonce (src/proxy.ts) needs:
+  // a page built ahead of time would carry script tags without it, and the browser would refuse them.
+  await headers();
   return (
     <html lang="en">
       <body>{children}</body>

@@ -7,30 +7,56 @@ import { hashApiKey } from "./apiKeyHash";
 
 export { hashApiKey };
 
+/** A new secret key, its hash and the prefix the dashboard shows. */
+export function generateApiKey() {
+  const apiKey = `${env.NODE_ENV === "production" ? "sk_live_" : "sk_test_"}${randomBytes(24).toString("base64url")}`;
+  return { apiKey, keyHash: hashApiKey(apiKey), keyPrefix: apiKey.slice(0, 12) };
+}
+
+/** A client with one key, for tests, benchmarks and the demo seed (the dashboard uses src/server/apiClients). */
 export async function createApiClient(name: string) {
-  const apiKey = `sk_test_${randomBytes(24).toString("base64url")}`;
-  const client = await db.apiClient.create({
-    data: { name, keyHash: hashApiKey(apiKey), keyPrefix: apiKey.slice(0, 12) },
-  });
+  const { apiKey, keyHash, keyPrefix } = generateApiKey();
+  const client = await db.apiClient.create({ data: { name, keys: { create: { keyHash, keyPrefix } } } });
   return { client, apiKey };
 }
 
+type KnownKey = { client: ApiClient; expiresAt: Date | null };
+
 /**
- * Clients found by key hash, kept briefly: the lookup was one database round
- * trip on every request, including the retries a storm is made of. Only hits
- * are kept, so a new key works at once; a rotated one keeps working for up to
- * API_KEY_CACHE_TTL_MS in each running process.
+ * Keys found by hash, kept briefly: the lookup was one database round trip on
+ * every request, including the retries a storm is made of. Only valid keys are
+ * kept, so a new key works at once. A rotated key's grace end is checked on
+ * every request; a revoked key keeps working for up to API_KEY_CACHE_TTL_MS in
+ * each running process, except the one that revoked it (forgetApiKey). One
+ * cache per process (on globalThis), whichever route bundles import this.
  */
-const knownClients = new LRUCache<string, ApiClient>({ max: 10_000, ttl: env.API_KEY_CACHE_TTL_MS });
+const globalForKeys = globalThis as unknown as { knownApiKeys?: LRUCache<string, KnownKey> };
+const knownKeys = (globalForKeys.knownApiKeys ??= new LRUCache<string, KnownKey>({
+  max: 10_000,
+  ttl: env.API_KEY_CACHE_TTL_MS,
+}));
+
+const usable = (key: { expiresAt: Date | null; revokedAt?: Date | null }, now = new Date()) =>
+  !key.revokedAt && (!key.expiresAt || key.expiresAt > now);
 
 /** The client behind `Authorization: Bearer <key>`, or null. */
 export async function authenticateApiClient(authorization: string | null): Promise<ApiClient | null> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
   if (!match) return null;
   const keyHash = hashApiKey(match[1]!);
-  const known = knownClients.get(keyHash);
-  if (known) return known;
-  const client = await db.apiClient.findUnique({ where: { keyHash } });
-  if (client) knownClients.set(keyHash, client);
-  return client;
+  const known = knownKeys.get(keyHash);
+  if (known) {
+    if (usable(known)) return known.client;
+    knownKeys.delete(keyHash);
+    return null;
+  }
+  const key = await db.apiKey.findUnique({ where: { keyHash }, include: { apiClient: true } });
+  if (!key || !usable(key)) return null;
+  knownKeys.set(keyHash, { client: key.apiClient, expiresAt: key.expiresAt });
+  return key.apiClient;
+}
+
+/** Drops a key from this process's cache (revocation, rotation), so this process honours it at once. */
+export function forgetApiKey(keyHash: string): void {
+  knownKeys.delete(keyHash);
 }

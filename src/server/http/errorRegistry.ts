@@ -94,6 +94,27 @@ export const API_ERRORS = {
     action: "final",
     advice: "The resource does not exist or belongs to another API client.",
   },
+  invalid_credentials: {
+    status: 401,
+    title: "Wrong credentials",
+    message: "Wrong e-mail or password.",
+    action: "fix",
+    advice: "Staff sign-in only (/api/auth): check the e-mail, password or authentication code.",
+  },
+  cross_site_request: {
+    status: 403,
+    title: "Cross-site request",
+    message: "This request must come from the dashboard's own pages.",
+    action: "fix",
+    advice: "Staff sign-in and dashboard changes are accepted only from the dashboard's own origin.",
+  },
+  too_many_attempts: {
+    status: 429,
+    title: "Too many attempts",
+    message: "Too many failed attempts; try again later.",
+    action: "retry",
+    advice: "Staff sign-in only: wait `Retry-After` seconds; failures are counted per account and per address.",
+  },
   method_not_allowed: {
     status: 405,
     title: "Method not allowed",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recordAudit, type AuditContext } from "~/server/audit/audit";
 import { db } from "~/server/db";
 
 /**
@@ -18,16 +19,22 @@ export async function getIdempotencyMode(): Promise<IdempotencyMode> {
   return parsed.success ? parsed.data : DEFAULT_MODE;
 }
 
-/** Switches the mode and writes the audit log entry, atomically. */
-export async function setIdempotencyMode(mode: IdempotencyMode, staffUserId: number) {
+/**
+ * Switches the mode and writes the audit entry, atomically. The setting's row
+ * is locked first (it always exists: the migration inserts it), so two
+ * switches at once are serialised and each entry's `from` is what it replaced.
+ */
+export async function setIdempotencyMode(mode: IdempotencyMode, context: AuditContext) {
+  // In case someone deleted it; outside the transaction, whose lock must be the first it takes on the row.
+  await db.$executeRaw`INSERT IGNORE INTO settings (name, value) VALUES (${SETTING}, ${DEFAULT_MODE})`;
   return db.$transaction(async (tx) => {
-    const current = await tx.setting.findUnique({ where: { name: SETTING } });
+    const [current] = await tx.$queryRaw<{ value: string }[]>`
+      SELECT value FROM settings WHERE name = ${SETTING} FOR UPDATE`;
     const fromMode = idempotencyModeSchema.safeParse(current?.value).data ?? DEFAULT_MODE;
-    await tx.setting.upsert({
-      where: { name: SETTING },
-      create: { name: SETTING, value: mode },
-      update: { value: mode },
-    });
-    return tx.rolloutAuditLog.create({ data: { staffUserId, fromMode, toMode: mode } });
+    await tx.setting.update({ where: { name: SETTING }, data: { value: mode } });
+    const entry = { fromMode, toMode: mode };
+    const details = { from: fromMode, to: mode };
+    await recordAudit(context, { action: "mode.changed", target: { type: "setting", id: SETTING }, details }, tx);
+    return entry;
   });
 }

@@ -3,7 +3,14 @@ import { db } from "~/server/db";
 export type Granularity = "hour" | "day";
 
 type SeriesRow = { bucket: Date | string; keyed: bigint | number; keyless: bigint | number };
-type ClientRow = { api_client_id: number; name: string; key_prefix: string; keyed: bigint | number; keyless: bigint | number; last_keyless_at: Date | string | null };
+type ClientRow = {
+  api_client_id: number;
+  name: string;
+  key_prefix: string | null;
+  keyed: bigint | number;
+  keyless: bigint | number;
+  last_keyless_at: Date | string | null;
+};
 
 const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(`${v.replace(" ", "T")}Z`));
 const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : keyless / (keyed + keyless));
@@ -30,9 +37,12 @@ export async function keylessTraffic(opts: { granularity: Granularity; since: Da
     opts.since,
   );
   const clients = await db.$queryRawUnsafe<ClientRow[]>(
-    `SELECT b.api_client_id, c.name, c.key_prefix, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless, MAX(b.last_keyless_at) AS last_keyless_at
+    `SELECT b.api_client_id, c.name, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless,
+            MAX(b.last_keyless_at) AS last_keyless_at,
+            (SELECT k.key_prefix FROM api_keys k WHERE k.api_client_id = c.id
+              ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1) AS key_prefix
        FROM request_count_buckets b JOIN api_clients c ON c.id = b.api_client_id
-      WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name, c.key_prefix ORDER BY keyless DESC, c.name`,
+      WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name ORDER BY keyless DESC, c.name`,
     opts.since,
   );
   const lastKeyless = await db.requestCountBucket.aggregate({ _max: { lastKeylessAt: true } });
@@ -46,7 +56,7 @@ export async function keylessTraffic(opts: { granularity: Granularity; since: Da
     clients: clients.map((r) => ({
       apiClientId: r.api_client_id,
       name: r.name,
-      keyPreview: `${r.key_prefix}…`,
+      keyPreview: r.key_prefix ? `${r.key_prefix}…` : "no key",
       keyed: Number(r.keyed),
       keyless: Number(r.keyless),
       keylessShare: share(Number(r.keyless), Number(r.keyed)),

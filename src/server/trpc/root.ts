@@ -1,12 +1,20 @@
+import { accountRouter } from "./routers/account";
+import { apiClientsRouter } from "./routers/apiClients";
+import { auditRouter } from "./routers/audit";
 import { ledgerRouter } from "./routers/ledger";
 import { requestsRouter } from "./routers/requests";
 import { rolloutRouter } from "./routers/rollout";
+import { staffRouter } from "./routers/staff";
 import { sweepRouter } from "./routers/sweep";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
+  account: accountRouter,
+  apiClients: apiClientsRouter,
+  audit: auditRouter,
   requests: requestsRouter,
   rollout: rolloutRouter,
+  staff: staffRouter,
   sweep: sweepRouter,
   ledger: ledgerRouter,
 });

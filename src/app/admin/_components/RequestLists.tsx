@@ -30,7 +30,7 @@ export function FilterBar({ value, onChange }: { value: Filters; onChange: (f: F
           <option value="">all</option>
           {options.data?.clients.map((c) => (
             <option key={c.id} value={c.id}>
-              {c.name} ({c.keyPrefix}…)
+              {c.name} (#{c.id})
             </option>
           ))}
         </select>

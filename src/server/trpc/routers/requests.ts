@@ -36,7 +36,7 @@ function page<T extends { id: bigint | string }>(rows: T[], limit: number) {
   return { items, nextCursor: rows.length > limit ? String(items[items.length - 1]!.id) : null };
 }
 
-export const clientSummary = { select: { id: true, name: true, keyPrefix: true } } as const;
+export const clientSummary = { select: { id: true, name: true } } as const;
 
 const requestListInclude = {
   apiClient: clientSummary,

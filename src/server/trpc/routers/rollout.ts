@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "~/env";
+import { listAudit } from "~/server/audit/audit";
 import { getIdempotencyMode, idempotencyModeSchema, setIdempotencyMode } from "~/server/rollout/mode";
 import { keylessTraffic } from "~/server/rollout/stats";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
@@ -25,11 +26,14 @@ export const rolloutRouter = createTRPCRouter({
         _sum: { keyed: true },
       });
       const keylessFree = !traffic.lastKeylessAt || traffic.lastKeylessAt < windowStart;
-      const auditLog = await ctx.db.rolloutAuditLog.findMany({
-        orderBy: { id: "desc" },
-        take: 20,
-        include: { staffUser: { select: { name: true, email: true } } },
-      });
+      const modeChanges = await listAudit({ action: "mode.changed", limit: 20 });
+      const auditLog = modeChanges.items.map((entry) => ({
+        id: entry.id,
+        createdAt: entry.createdAt,
+        actor: entry.actorLabel ?? "unknown",
+        fromMode: String(entry.details?.from),
+        toMode: String(entry.details?.to),
+      }));
       return {
         mode: await getIdempotencyMode(),
         ...traffic,
@@ -41,6 +45,6 @@ export const rolloutRouter = createTRPCRouter({
     }),
 
   setMode: engineerProcedure.input(z.object({ mode: idempotencyModeSchema })).mutation(async ({ ctx, input }) => {
-    return setIdempotencyMode(input.mode, ctx.user.id);
+    return setIdempotencyMode(input.mode, ctx.audit);
   }),
 });

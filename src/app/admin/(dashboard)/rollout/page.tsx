@@ -85,7 +85,7 @@ export default function RolloutPage() {
           <ul>
             {data.auditLog.map((entry) => (
               <li key={entry.id}>
-                {formatTime(entry.createdAt)}: {entry.staffUser.name} ({entry.staffUser.email}) switched {entry.fromMode} → {entry.toMode}
+                {formatTime(entry.createdAt)}: {entry.actor} switched {entry.fromMode} → {entry.toMode}
               </li>
             ))}
           </ul>

@@ -27,7 +27,7 @@ export default function RequestDetailPage({ params }: { params: Promise<{ id: st
         <dd>{r.route}</dd>
         <dt>API client</dt>
         <dd>
-          {r.apiClient.name} <code>{r.apiClient.keyPrefix}…</code>
+          {r.apiClient.name} (#{r.apiClient.id})
         </dd>
         <dt>Request hash</dt>
         <dd><code>{r.requestHash}</code></dd>

@@ -1,0 +1,73 @@
+/**
+ * `npm run staff -- <command>`: dashboard staff from the command line, e.g. the
+ * first engineer of a new installation. Audited with the actor `cli:<user>`.
+ */
+import { positiveInt, required, runCli, UsageError } from "./lib/cli";
+
+const USAGE = `usage: npm run staff -- <command>
+  list
+  create --email <e-mail> --name <name> --role support|engineer   prints a first password (or pass --password-stdin)
+  disable <user id>                                               ends their sessions
+  enable <user id>
+  reset-2fa <user id>                                             for a lost authenticator`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
+}
+
+const options = {
+  email: { type: "string" },
+  name: { type: "string" },
+  role: { type: "string" },
+  "password-stdin": { type: "boolean" },
+} as const;
+
+await runCli(USAGE, options, {
+  async list() {
+    const { listStaff } = await import("~/server/staff/manage");
+    for (const u of await listStaff()) {
+      const status = u.disabledAt ? "disabled" : "active";
+      console.log(
+        `#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status}`,
+      );
+    }
+  },
+  async create(values) {
+    const { createStaff } = await import("~/server/staff/manage");
+    const { MIN_PASSWORD_LENGTH } = await import("~/server/auth/password");
+    const { cliContext } = await import("~/server/audit/audit");
+    const role = required(values, "role");
+    if (role !== "support" && role !== "engineer") throw new UsageError("--role must be support or engineer");
+    const password = values["password-stdin"] ? await readStdin() : undefined;
+    if (password !== undefined && password.length < MIN_PASSWORD_LENGTH) {
+      throw new UsageError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    }
+    const input = { email: required(values, "email"), name: required(values, "name"), role, password } as const;
+    const { user, password: first } = await createStaff(input, cliContext());
+    console.log(
+      `staff #${user.id} ${user.email} (${user.role})${password ? "" : `\nfirst password (shown once): ${first}`}`,
+    );
+  },
+  async disable(_values, [id]) {
+    const { setDisabled } = await import("~/server/staff/manage");
+    const { cliContext } = await import("~/server/audit/audit");
+    const { ended } = await setDisabled(positiveInt(id, "the user id"), true, cliContext());
+    console.log(`disabled; ${ended} session(s) ended`);
+  },
+  async enable(_values, [id]) {
+    const { setDisabled } = await import("~/server/staff/manage");
+    const { cliContext } = await import("~/server/audit/audit");
+    await setDisabled(positiveInt(id, "the user id"), false, cliContext());
+    console.log("enabled");
+  },
+  async "reset-2fa"(_values, [id]) {
+    const { resetTwoFactor } = await import("~/server/staff/manage");
+    const { cliContext } = await import("~/server/audit/audit");
+    const { ended } = await resetTwoFactor(positiveInt(id, "the user id"), cliContext());
+    console.log(`two-factor reset; ${ended} session(s) ended`);
+  },
+});

@@ -1,0 +1,25 @@
+/**
+ * The Content-Security-Policy of the dashboard's pages (set per request by
+ * src/proxy.ts, with a fresh nonce) and the headers every answer gets
+ * (next.config.mjs). Scripts run only from this origin with the nonce Next.js
+ * puts on its own tags; nothing may frame the pages.
+ */
+export function pageCsp(nonce: string, { https }: { https: boolean }): string {
+  return [
+    "default-src 'self'",
+    `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'`,
+    `style-src 'self' 'nonce-${nonce}'`,
+    // QR codes of the two-factor enrolment are data: URLs.
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    ...(https ? ["upgrade-insecure-requests"] : []),
+  ].join("; ");
+}
+
+/** Two years, as hstspreload.org asks; only ever sent over HTTPS. */
+export const HSTS = "max-age=63072000; includeSubDomains";

@@ -1,0 +1,117 @@
+/**
+ * The audit log (over HTTP: what engineers see, and a lock that keeps mode
+ * switches' `from` right) and the app's least-privilege database user.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { after, describe, test } from "node:test";
+import * as mariadb from "mariadb";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { closeConnections, db } from "./helpers";
+import { createStaffAccount, signedIn } from "./staffHttp";
+
+after(closeConnections);
+
+async function asAppUser<T>(run: (conn: mariadb.Connection) => Promise<T>): Promise<T> {
+  const conn = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_APP_DATABASE_URL!));
+  try {
+    return await run(conn);
+  } finally {
+    await conn.end();
+  }
+}
+
+describe("audit log", () => {
+  test("concurrent mode switches are serialised: each entry's `from` is the previous entry's `to`", async () => {
+    const engineer = await signedIn(await createStaffAccount("engineer"));
+    const before = await db.auditEvent.aggregate({ _max: { id: true } });
+    const switches = Array.from({ length: 12 }, (_, i) =>
+      engineer.mutate("rollout.setMode", { mode: i % 2 ? "optional" : "required" }),
+    );
+    assert.deepEqual(
+      (await Promise.all(switches)).map((r) => r.status),
+      Array(12).fill(200),
+    );
+    await engineer.mutate("rollout.setMode", { mode: "optional" });
+    const entries = await db.auditEvent.findMany({
+      where: { action: "mode.changed", id: { gt: before._max.id ?? 0n } },
+      orderBy: { id: "asc" },
+    });
+    const chain = entries.map((e) => JSON.parse(e.details!) as { from: string; to: string });
+    assert.equal(chain.length, 13);
+    for (let i = 1; i < chain.length; i++)
+      assert.equal(chain[i]!.from, chain[i - 1]!.to, `entry ${i}: ${JSON.stringify(chain)}`);
+  });
+
+  test("engineers read it filtered and paged; support may not", async () => {
+    const account = await createStaffAccount("engineer");
+    const engineer = await signedIn(account);
+    const created = await engineer.mutate("staff.create", {
+      email: `audited-${account.id}@example.com`,
+      name: "Audited",
+      role: "support",
+    });
+    assert.equal(created.status, 200);
+    const filtered = await engineer.query("audit.list", { action: "staff.created", actor: account.email, limit: 50 });
+    assert.equal(filtered.data.items.length, 1);
+    const entry = filtered.data.items[0];
+    assert.equal(entry.targetId, String(created.data.userId));
+    assert.equal(entry.ipAddress, engineer.address);
+    assert.equal(entry.userAgent, engineer.userAgent);
+    assert.deepEqual(entry.details, { email: `audited-${account.id}@example.com`, role: "support" });
+
+    const first = await engineer.query("audit.list", { limit: 2 });
+    assert.equal(first.data.items.length, 2);
+    const second = await engineer.query("audit.list", { limit: 2, cursor: first.data.nextCursor });
+    assert.ok(BigInt(second.data.items[0].id) < BigInt(first.data.items[1].id), "the next page is older");
+
+    const support = await signedIn(await createStaffAccount("support"));
+    assert.equal((await support.query("audit.list", { limit: 5 })).status, 403);
+  });
+});
+
+describe("least privilege", () => {
+  test("the app's database user can add and read audit entries but not change or delete them", async () => {
+    await asAppUser(async (conn) => {
+      const [who] = await conn.query("SELECT CURRENT_USER() AS u");
+      assert.ok(!String(who.u).startsWith("root@"), `connected as ${who.u}`);
+      await conn.query(
+        "INSERT INTO audit_events (action, actor_type, actor_label) VALUES ('logout', 'cli', 'privilege-test')",
+      );
+      const [row] = await conn.query("SELECT id FROM audit_events WHERE actor_label = 'privilege-test'");
+      const denied = { errno: 1142 }; // ER_TABLEACCESS_DENIED_ERROR
+      await assert.rejects(conn.query("UPDATE audit_events SET action = 'x' WHERE id = ?", [row.id]), denied);
+      await assert.rejects(conn.query("DELETE FROM audit_events WHERE id = ?", [row.id]), denied);
+      await assert.rejects(conn.query("DROP TABLE staff_sessions"), denied);
+      await assert.rejects(conn.query("ALTER TABLE charges ADD COLUMN x INT"), denied);
+      await assert.rejects(conn.query("SELECT * FROM _prisma_migrations"), denied);
+      // Everything else: what the app does all day.
+      await conn.query("UPDATE settings SET value = value WHERE name = 'idempotency_mode'");
+      await conn.query("DELETE FROM rate_limits WHERE `key` = 'nothing'");
+    });
+  });
+
+  test("the running app connects as that user, not as root", async () => {
+    const appUser = new URL(process.env.TEST_APP_DATABASE_URL!).username;
+    const database = new URL(process.env.DATABASE_URL!).pathname.slice(1);
+    await fetch(`${process.env.TEST_APP_URL}/api/health`);
+    const users = await db.$queryRaw<{ user: string }[]>`
+      SELECT DISTINCT USER AS user FROM information_schema.PROCESSLIST
+       WHERE DB = ${database} AND ID <> CONNECTION_ID()`;
+    const names = users.map((u) => u.user);
+    assert.ok(names.includes(appUser), `connections: ${names.join(", ")}`);
+  });
+
+  test("demo staff are never seeded with NODE_ENV=production", () => {
+    const before = spawnSync(
+      "node_modules/.bin/tsx",
+      ["-e", "import('./scripts/lib/seed.ts').then((m) => m.seedDemo())"],
+      {
+        env: { ...process.env, NODE_ENV: "production" },
+        encoding: "utf8",
+      },
+    );
+    assert.notEqual(before.status, 0);
+    assert.match(before.stderr, /refusing to seed demo data with NODE_ENV=production/);
+  });
+});

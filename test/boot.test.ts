@@ -1,0 +1,58 @@
+/**
+ * The web server refuses a missing, placeholder, short or low-entropy
+ * SESSION_SECRET at boot: `next start` exits before it answers any request.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
+
+const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 5;
+
+/** Starts the production build with this secret; its exit code and output, and whether the port ever answered. */
+async function boot(secret: string | undefined) {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: process.env.TEST_APP_DATABASE_URL };
+  delete env.SESSION_SECRET;
+  if (secret !== undefined) env.SESSION_SECRET = secret;
+  const child = spawn("node_modules/.bin/next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  let answered = false;
+  const deadline = Date.now() + 60_000;
+  let code: number | null | undefined;
+  while (code === undefined && Date.now() < deadline) {
+    answered ||= await fetch(`http://127.0.0.1:${PORT}/api/health`, { signal: AbortSignal.timeout(500) }).then(
+      () => true,
+      () => false,
+    );
+    code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 100))]);
+  }
+  if (code === undefined) child.kill("SIGKILL");
+  return { code, output, answered };
+}
+
+describe("SESSION_SECRET at boot", () => {
+  for (const [what, secret, message] of [
+    ["the old .env.example placeholder", "replace-me-with-openssl-rand-hex-32-output", /placeholder/],
+    ["a short secret", "0123456789abcdef", /at least 32 characters/],
+    ["a low-entropy secret", "abababababababababababababababababab", /repeated pattern|entropy/],
+    ["no secret", undefined, /is not set/],
+  ] as const) {
+    test(`${what}: next start exits without serving`, async () => {
+      const result = await boot(secret);
+      assert.equal(result.code, 1, result.output);
+      assert.match(result.output, /Refusing to start: .*SESSION_SECRET/s);
+      assert.match(result.output, message);
+      assert.equal(result.answered, false, "it never answered a request");
+    });
+  }
+
+  test(".env.example leaves the secret empty (npm start generates one)", () => {
+    assert.match(readFileSync(".env.example", "utf8"), /^SESSION_SECRET=$/m);
+  });
+});
