@@ -6,7 +6,10 @@
  */
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
-export { findOperation, findRecord, pruneExpiredBatch, type OperationState } from "./queries";
+export {
+  answersWithoutTheirCharge, countInProgress, findOperation, findRecord, pruneExpiredBatch, recordsInProgress,
+  type OperationState,
+} from "./queries";
 export {
   decodeRecord, displayKey, ImpossibleRecordError, keyFromBytes, keyToBytes, phaseDisplay, phaseWhere, PHASE_DISPLAY,
   type FinishedBy, type IdempotencyRecord, type Phase, type PhaseDisplayKey, type PhaseName,

@@ -1,4 +1,5 @@
-import { isExpired, type IdempotencyRecord } from "./lifecycle";
+import { db } from "~/server/db";
+import { answersWithoutTheirChargeStatement, isExpired, phaseWhere, type IdempotencyRecord } from "./lifecycle";
 import * as records from "./records";
 import type { StoredResponse } from "./types";
 
@@ -26,4 +27,25 @@ export async function findOperation(claim: { idempotencyKey: string; route: stri
   return record.phase.name === "complete"
     ? { kind: "complete", response: record.phase.response }
     : { kind: "in_progress", since: record.createdAt };
+}
+
+/** Complete records of `route` answered 201 since `since` whose answer names no charge of theirs (ids). */
+export async function answersWithoutTheirCharge(route: string, since: Date): Promise<bigint[]> {
+  const { sql, values } = answersWithoutTheirChargeStatement(route, since);
+  return (await db.$queryRawUnsafe<{ id: bigint }[]>(sql, ...values)).map((r) => r.id);
+}
+
+/** Records of `route` (every route when omitted) still in progress: at most `limit` ids. */
+export async function recordsInProgress(route?: string, limit = 1000): Promise<bigint[]> {
+  const rows = await db.idempotentRequest.findMany({
+    where: { ...phaseWhere.in_progress, ...(route ? { route } : {}) },
+    select: { id: true },
+    take: limit,
+  });
+  return rows.map((r) => r.id);
+}
+
+/** How many records are in progress (the dashboard's sweep status). */
+export function countInProgress(): Promise<number> {
+  return db.idempotentRequest.count({ where: phaseWhere.in_progress });
 }

@@ -1,4 +1,5 @@
 import { env } from "~/env";
+import { countInProgress } from "~/server/idempotency";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 export const sweepRouter = createTRPCRouter({
@@ -6,7 +7,7 @@ export const sweepRouter = createTRPCRouter({
     const recentRuns = await ctx.db.sweepRun.findMany({ orderBy: { id: "desc" }, take: 10 });
     const [records, inProgress] = await Promise.all([
       ctx.db.idempotentRequest.count(),
-      ctx.db.idempotentRequest.count({ where: { state: "in_progress" } }),
+      countInProgress(),
     ]);
     const size = await ctx.db.$queryRaw<{ bytes: bigint | number | null }[]>`
       SELECT data_length + index_length AS bytes FROM information_schema.tables
