@@ -9,8 +9,8 @@ import { HSTS, pageCsp } from "~/server/http/securityHeaders";
 export function proxy(request: NextRequest) {
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
   const https = request.nextUrl.protocol === "https:" || request.headers.get("x-forwarded-proto") === "https";
-  // Redoc renders /docs with style="" attributes (its <style> elements carry the nonce).
-  const csp = pageCsp(nonce, { https, styleAttributes: request.nextUrl.pathname.startsWith("/docs") });
+  // /docs renders Redoc, whose bundled CSS cannot carry the nonce (see pageCsp).
+  const csp = pageCsp(nonce, { https, inlineStyles: request.nextUrl.pathname.startsWith("/docs") });
   const headers = new Headers(request.headers);
   headers.set("x-nonce", nonce);
   headers.set("Content-Security-Policy", csp);

@@ -9,8 +9,8 @@ export const metadata = { title: "Charges API reference" };
  * Every error code's doc_url points at its entry here (#section/Errors/<code>).
  */
 export default async function DocsPage() {
-  // The page CSP's nonce (src/proxy.ts): styled-components reads it from the csp-nonce meta tag and puts it
-  // on the <style> elements Redoc injects, which the CSP would refuse otherwise.
+  // The page CSP's nonce (src/proxy.ts), for the <style> elements styled-components injects (it reads the
+  // csp-nonce meta tag). /docs also allows inline styles (see pageCsp), which Redoc's bundled CSS needs.
   const nonce = (await headers()).get("x-nonce") ?? undefined;
   return (
     <>

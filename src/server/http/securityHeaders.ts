@@ -4,14 +4,14 @@
  * (next.config.mjs). Scripts run only from this origin with the nonce Next.js
  * puts on its own tags; nothing may frame the pages.
  */
-export function pageCsp(nonce: string, { https, styleAttributes = false }: { https: boolean; styleAttributes?: boolean }): string {
+export function pageCsp(nonce: string, { https, inlineStyles = false }: { https: boolean; inlineStyles?: boolean }): string {
   return [
     "default-src 'self'",
     `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'`,
-    `style-src 'self' 'nonce-${nonce}'`,
-    // Only where a page's library writes style="" attributes into its server-rendered markup (the API
-    // reference): attributes only, never <style> elements or scripts.
-    ...(styleAttributes ? ["style-src-attr 'unsafe-inline'"] : []),
+    // Inline styles only where a page's library cannot carry the nonce: the API reference (Redoc's bundle
+    // injects its CSS when it loads, before it is given the nonce). Scripts keep the nonce everywhere. A nonce
+    // would switch 'unsafe-inline' off, so there it is one or the other.
+    inlineStyles ? "style-src 'self' 'unsafe-inline'" : `style-src 'self' 'nonce-${nonce}'`,
     // QR codes of the two-factor enrolment are data: URLs.
     "img-src 'self' data:",
     "font-src 'self'",
