@@ -131,3 +131,22 @@ describe("SQL metacharacters", () => {
     assert.ok((await db.charge.count()) > 0);
   });
 });
+
+describe("failures the database reports are told apart from bugs", () => {
+  const answer = async (error: unknown) => {
+    const { handleApi } = await import("~/server/http/handleApi");
+    const res = await handleApi(new Request("http://127.0.0.1/api/charges"), async () => {
+      throw error;
+    });
+    return { status: res.status, retryAfter: res.headers.get("retry-after"), code: (await res.json()).error.code };
+  };
+  test("lock conflicts that outlast the retries are 503 service_unavailable with Retry-After, not a 500", async () => {
+    const deadlock = Object.assign(new Error("Deadlock found when trying to get lock"), { errno: 1213, code: "ER_LOCK_DEADLOCK" });
+    assert.deepEqual(await answer(deadlock), { status: 503, retryAfter: "2", code: "service_unavailable" });
+    const lockWait = Object.assign(new Error("Lock wait timeout exceeded"), { errno: 1205 });
+    assert.equal((await answer(lockWait)).status, 503);
+  });
+  test("anything else unexpected is a 500 internal_error", async () => {
+    assert.deepEqual(await answer(new TypeError("x is undefined")), { status: 500, retryAfter: null, code: "internal_error" });
+  });
+});

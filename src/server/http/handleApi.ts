@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from "~/server/db";
+import { isDatabaseUnavailable, isLockConflictError } from "~/server/db";
 import { ApiError, errorResponse } from "./apiError";
 import { presentError } from "./presentError";
 
@@ -18,6 +18,13 @@ async function runCatching(run: () => Promise<Response>): Promise<Response> {
     if (isDatabaseUnavailable(error)) {
       // Prisma's messages quote the calling code; the last line is the cause.
       console.error("database unavailable:", String((error as Error).message).trim().split("\n").at(-1));
+      return errorResponse("service_unavailable");
+    }
+    if (isLockConflictError(error)) {
+      // Deadlock victim (or lock wait timeout) again and again, after the retries in place: the database is
+      // too busy for now. Nothing was half-written (every write is in a transaction that rolled back, and a
+      // claim is released), so the same request later is safe: 503, not a bug's 500.
+      console.error("lock conflicts persisted:", (error as Error).message.split("\n")[0]);
       return errorResponse("service_unavailable");
     }
     console.error("unhandled error:", error);
