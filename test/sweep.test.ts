@@ -117,6 +117,20 @@ describe("reaping abandoned requests", () => {
     assert.equal(done?.lastAttemptAt.getTime(), record.lastAttemptAt.getTime(), "the sweeper never moved it");
   });
 
+  test("a record in an impossible state does not stop the sweep from finishing the others", async () => {
+    // In progress with a stored outcome: no transition produces that (a hand edit, a bad restore). It is the
+    // oldest, so it heads every batch.
+    const bad = await seedRecord({ apiClientId: clientId, phase: "released", ageMs: 3_600_000 });
+    await db.idempotentRequest.update({ where: { id: bad.id }, data: { finishedBy: "abandoned" } });
+    const good = await seedRecord({ apiClientId: clientId, phase: "released", body: chargeBody(), ageMs: 600_000 });
+    try {
+      await reapAbandoned({ olderThanMs: 0 });
+      assert.equal((await recordOf(good.idempotencyKey!))?.phase.name, "complete");
+    } finally {
+      await db.idempotentRequest.delete({ where: { id: bad.id } });
+    }
+  });
+
   test("runSweep records its run for the dashboard", async () => {
     await orphanedRecord(chargeBody());
     const run = await runSweep({ reapAfterMs: 5 * MINUTE });

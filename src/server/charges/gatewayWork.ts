@@ -29,7 +29,9 @@ export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput)
         customerId: input.customer_id,
         metadata: metadataFor(held.record),
       },
-      { idempotencyKey: gatewayKey, timeoutMs },
+      // Not after the claim's deadline: a request that arrives later is refused by the gateway, so that the
+      // sweeper's "never charged", decided once every deadline has passed, stays true.
+      { idempotencyKey: gatewayKey, timeoutMs, notAfter: held.deadline },
     );
     return chargeCompletion(held.record, charge, gatewayKey);
   } catch (error) {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import {
   GatewayOutcomeUnknownError,
   type ChargeMetadata,
+  type ChargeOptions,
   type GatewayCharge,
   type GatewayChargeRequest,
   type GatewayLookup,
@@ -53,12 +54,16 @@ function toListed(c: z.infer<typeof listedSchema>): ListedGatewayCharge {
 export class HttpPaymentGateway implements PaymentGateway {
   constructor(private readonly baseUrl: string) {}
 
-  async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs }: { idempotencyKey: string; timeoutMs: number }) {
+  async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs, notAfter }: ChargeOptions) {
     let response: Response;
     try {
       response = await fetch(new URL("/v1/charges", this.baseUrl), {
         method: "POST",
-        headers: { "Content-Type": "application/json", "Idempotency-Key": idempotencyKey },
+        headers: {
+          "Content-Type": "application/json",
+          "Idempotency-Key": idempotencyKey,
+          ...(notAfter ? { "Charge-Not-After": notAfter.toISOString() } : {}),
+        },
         body: JSON.stringify({
           amount_cents: request.amountCents,
           currency: request.currency,
@@ -75,7 +80,8 @@ export class HttpPaymentGateway implements PaymentGateway {
     } catch (error) {
       throw new GatewayOutcomeUnknownError(`gateway unreachable or too slow: ${String(error)}`, { cause: error });
     }
-    // Both a charge and a decline are definite answers; anything else is not.
+    // Both a charge and a decline are definite answers; anything else is not (410 request_expired, a request
+    // that arrived after its not-after time, charged nothing, but only clock skew lets its sender see it).
     if (response.status === 200 || response.status === 402) return toGatewayCharge(await response.json());
     throw new GatewayOutcomeUnknownError(`gateway answered ${response.status}: ${await response.text().catch(() => "")}`);
   }

@@ -55,13 +55,27 @@ export type GatewayLookup =
   | { kind: "not_charged" }
   | { kind: "unproven"; reason: string };
 
+export type ChargeOptions = {
+  idempotencyKey: string;
+  timeoutMs: number;
+  /**
+   * The request must not be carried out after this time. The sweeper decides
+   * "never charged" from one lookup at one moment, after every attempt's
+   * not-after time has passed; a request still travelling then (a slow network,
+   * a proxy holding it) would charge behind its back. A gateway that can
+   * enforce this refuses such a request without charging. The simulator does;
+   * Stripe has no such parameter (see README, "The Stripe adapter").
+   */
+  notAfter?: Date;
+};
+
 export interface PaymentGateway {
   /**
    * Charges once per idempotency key: calling again with the same key returns
    * the same charge and never moves money twice.
    * @throws GatewayOutcomeUnknownError when it cannot tell whether money moved.
    */
-  charge(request: GatewayChargeRequest, options: { idempotencyKey: string; timeoutMs: number }): Promise<GatewayCharge>;
+  charge(request: GatewayChargeRequest, options: ChargeOptions): Promise<GatewayCharge>;
   /**
    * The charge made under this key, if any. `lastAttemptAt` is when the app last
    * called `charge` with it (a provider with an eventually consistent lookup

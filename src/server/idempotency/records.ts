@@ -10,7 +10,7 @@ import {
   db, execute, insertReturningId, isDuplicateKeyError, pipelinedTransaction, retryOnLockConflict, type Statement,
 } from "~/server/db";
 import {
-  claimStatement, completeStatement, decodeRecord, expireStatement, keyToBytes, lockStatement, pruneBatchStatement,
+  claimStatement, completeStatement, decodeRecord, expireStatement, ImpossibleRecordError, keyToBytes, lockStatement, pruneBatchStatement,
   releaseStatement, renewStatement, takeStatement, unfinishedStatement, type FinishedBy, type IdempotencyRecord, type RecordRow,
   type Taker, type Timing,
 } from "./lifecycle";
@@ -148,5 +148,16 @@ export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimIn
 export async function findUnfinished(now: Date, idleMs: number, limit: number): Promise<IdempotencyRecord[]> {
   const { sql, values } = unfinishedStatement(now, idleMs, limit);
   const rows = await db.$queryRawUnsafe<RecordRow[]>(sql, ...values);
-  return rows.map((row) => decodeRecord({ ...row, attempt: Number(row.attempt) }, now));
+  const records: IdempotencyRecord[] = [];
+  for (const row of rows) {
+    try {
+      records.push(decodeRecord({ ...row, attempt: Number(row.attempt) }, now));
+    } catch (error) {
+      // A row no transition could have produced (a hand edit, a bad restore) is for people to look at; it
+      // must not stop the sweeper from finishing every other record behind it in the batch.
+      if (!(error instanceof ImpossibleRecordError)) throw error;
+      console.error(`sweep: skipping ${error.message}`);
+    }
+  }
+  return records;
 }

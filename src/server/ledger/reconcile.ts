@@ -69,7 +69,7 @@ function compare(gatewayCharge: ListedGatewayCharge, appCharge: Charge): Finding
 }
 
 /** A gateway charge the app has no row for: repaired when provable, else a finding. */
-async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "in_flight" | Finding> {
+async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "in_flight" | "in_order" | Finding> {
   const record = await ownerOf(charge);
   const finding = (why: string, extra: Record<string, unknown> = {}): Finding => ({
     kind: "gateway_charge_without_app_charge",
@@ -87,8 +87,12 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
   switch (record.phase.name) {
     case "held":
       return "in_flight"; // its request is completing it right now; a later run looks again
-    case "complete":
+    case "complete": {
+      // The page's app charges were read before this record: it may have completed with the charge since.
+      const recorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: charge.idempotencyKey } });
+      if (recorded) return compare(charge, recorded) ?? "in_order";
       return finding("the record completed without this charge", { record: { id: String(record.id), phase: record.phase } });
+    }
     case "released":
     case "lease_expired": {
       // Nobody is finishing it, and the gateway says what happened: finish it with that.
@@ -241,8 +245,8 @@ export async function reconcileLedger({ since, until = new Date() }: { since: Da
         const appCharge = byKey.get(charge.idempotencyKey);
         const settled = appCharge ? compare(charge, appCharge) : await settleOrphan(charge);
         if (settled === "repaired") repaired += 1;
-        else if (settled && settled !== "in_flight") findings.push(settled);
-        else if (settled === null) {
+        else if (settled && settled !== "in_flight" && settled !== "in_order") findings.push(settled);
+        else if (settled === null || settled === "in_order") {
           inOrder.add(fingerprint({ kind: "gateway_charge_without_app_charge", subject: charge.id }));
           inOrder.add(fingerprint({ kind: "amount_or_currency_mismatch", subject: charge.id }));
         }
