@@ -13,7 +13,7 @@
  * answer a client saw must agree with the ledger. Prints the seed; exits 1 on
  * any violation. `npm test` runs a short one.
  */
-import { randomInt, randomUUID } from "node:crypto";
+import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { loadDotEnv } from "./lib/config";
 import { makePlan } from "./lib/faults/plan";
@@ -38,11 +38,15 @@ if (!Number.isFinite(durationMs) || durationMs <= 0 || !Number.isFinite(rate) ||
   process.exit(2);
 }
 
-const plan = makePlan(seed, durationMs, rate);
+// A request carried out late is only refused by a gateway that honours Charge-Not-After (the simulator's own).
+const plan = makePlan(seed, durationMs, rate, { lateRequests: (process.env.GATEWAY ?? "sim") === "sim" });
 console.log(`fault run: seed ${seed} (replay with --seed ${seed}), ${plan.operations.length} operations over ${durationMs / 1000} s, ` +
   `${plan.faults.length} faults`);
 
-if (!values["no-build"]) await run("next", ["build"], { NODE_ENV: "production" });
+if (!values["no-build"]) {
+  // The build reads the environment (a throwaway session secret is enough: the run's apps get their own).
+  await run("next", ["build"], { NODE_ENV: "production", SESSION_SECRET: randomBytes(32).toString("hex") });
+}
 const stack = await startFaultStack();
 let exitCode = 1;
 try {

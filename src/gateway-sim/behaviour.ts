@@ -4,12 +4,14 @@
  *   tok_declined                        declines (card_declined)
  *   tok_insufficient_funds              declines (insufficient_funds)
  *   tok_slow_<ms>                       succeeds, answering after <ms> (at most 120000)
+ *   tok_late_<ms>                       processed <ms> after it arrived, then charged (a request held up on
+ *                                       its way, or in the processor's queue); Charge-Not-After is checked then
  *   tok_error                           fails with 500 and charges nothing (outcome unknown to the caller)
  *   tok_charge_then_error               charges, then fails with 500 (outcome unknown; the money moved)
  *   anything else                       declines (invalid_token)
  */
 export type Behaviour =
-  | { kind: "succeed"; delayMs: number }
+  | { kind: "succeed"; delayMs: number; processAfterMs?: number }
   | { kind: "decline"; code: string; message: string }
   | { kind: "error" }
   | { kind: "charge_then_error" };
@@ -19,6 +21,8 @@ export const MAX_SLOW_MS = 120_000;
 export function behaviourFor(cardToken: string): Behaviour {
   const slow = /^tok_slow_(\d{1,6})$/.exec(cardToken);
   if (slow) return { kind: "succeed", delayMs: Math.min(Number(slow[1]), MAX_SLOW_MS) };
+  const late = /^tok_late_(\d{1,6})$/.exec(cardToken);
+  if (late) return { kind: "succeed", delayMs: 0, processAfterMs: Math.min(Number(late[1]), MAX_SLOW_MS) };
   switch (cardToken) {
     case "tok_visa":
     case "tok_mastercard":

@@ -164,15 +164,18 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     return send(res, 400, { error: { code: "invalid_request", message: String(error) } });
   }
   const hash = createHash("sha256").update(raw).digest("hex");
-  // A request that arrives after its not-after time creates nothing: its sender has given up on it, and may
+  const behaviour = behaviourFor(parsed.card_token);
+  if (behaviour.kind === "succeed" && behaviour.processAfterMs) await sleep(behaviour.processAfterMs);
+  // A request carried out after its not-after time creates nothing: its sender has given up on it, and may
   // have written the operation off as never charged. Under a key already charged it is a replay, as ever.
   const notAfter = req.headers["charge-not-after"];
   if (typeof notAfter === "string" && Date.now() > new Date(notAfter).getTime()) {
     const existing = await findByKey(key);
     if (existing && existing.request_hash === hash) return answer(res, existing);
-    return send(res, 410, { error: { code: "request_expired", message: "Arrived after its Charge-Not-After time; nothing was charged" } });
+    return send(res, 410, {
+      error: { code: "request_expired", message: "Carried out after its Charge-Not-After time; nothing was charged" },
+    });
   }
-  const behaviour = behaviourFor(parsed.card_token);
   if (behaviour.kind === "error") {
     return send(res, 500, { error: { code: "processing_error", message: "Simulated processor failure" } });
   }

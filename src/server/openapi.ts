@@ -113,7 +113,7 @@ const preferHeader = {
 const chargeErrors: ApiErrorCode[] = [
   "invalid_request", "invalid_json", "invalid_idempotency_key", "idempotency_key_required", "unauthorized",
   "card_declined", "request_in_progress", "body_too_large", "unsupported_media_type", "idempotency_key_reused",
-  "internal_error", "request_abandoned", "gateway_unavailable", "service_unavailable",
+  "internal_error", "request_abandoned", "gateway_unavailable", "charge_outcome_unknown", "service_unavailable",
 ];
 
 export const openApiDocument = {
@@ -143,14 +143,23 @@ export const openApiDocument = {
         description:
           "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
           "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
-          "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404.",
+          "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404. " +
+          "A request sent without a key whose outcome was unknown (502 `charge_outcome_unknown`) is found by the " +
+          "`request_id` that answer gave instead.",
         parameters: [
           {
             name: "idempotency_key",
             in: "query",
-            required: true,
-            description: "The key, unquoted.",
+            required: false,
+            description: "The key, unquoted. One of `idempotency_key` and `request_id` is required.",
             schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
+          },
+          {
+            name: "request_id",
+            in: "query",
+            required: false,
+            description: "The `request_id` of a 502 `charge_outcome_unknown` answer (a request sent without a key).",
+            schema: { type: "string", pattern: "^[0-9]{1,19}$" },
           },
         ],
         responses: {

@@ -110,7 +110,14 @@ async function send(op: PlannedOperation, o: Observation, stack: FaultStack) {
       body: JSON.stringify(o.body),
       signal: AbortSignal.timeout(op.attemptTimeoutMs),
     });
-    const json = (await res.json().catch(() => ({}))) as { id?: string; gateway_charge_id?: string; error?: { code?: string; charge?: string } };
+    const json = (await res.json().catch(() => undefined)) as
+      | { id?: string; gateway_charge_id?: string; error?: { code?: string; charge?: string } }
+      | undefined;
+    // A status whose body the timeout cut off is no answer: the client cannot tell what it says.
+    if (json === undefined) {
+      o.problem = "body lost";
+      return;
+    }
     o.status = res.status;
     o.replayed = res.headers.get("idempotent-replay") === "true";
     o.code = json.error?.code;

@@ -31,7 +31,7 @@ export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput)
       },
       // Not after the claim's deadline: a request that arrives later is refused by the gateway, so that the
       // sweeper's "never charged", decided once every deadline has passed, stays true.
-      { idempotencyKey: gatewayKey, timeoutMs, notAfter: held.deadline },
+      { idempotencyKey: gatewayKey, timeoutMs, notAfter: held.deadline, firstAttemptAt: held.record.createdAt },
     );
     return chargeCompletion(held.record, charge, gatewayKey);
   } catch (error) {

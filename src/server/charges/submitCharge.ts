@@ -17,6 +17,8 @@ export type ChargeOutcome =
   | { kind: "in_progress"; since: Date | null; waited?: boolean }
   | { kind: "key_reused" }
   | { kind: "gateway_unavailable" }
+  /** Keyless, and the gateway's outcome is unknown: not to be resent; `requestId` finds it later. */
+  | { kind: "charge_outcome_unknown"; requestId: bigint }
   /** The client hung up before its key was claimed: nothing was stored or charged. */
   | { kind: "client_gone" };
 
@@ -71,11 +73,17 @@ export async function submitCharge(args: {
     case "key_reused":
       return { kind: "key_reused" };
     case "unknown_outcome":
-      return { kind: "gateway_unavailable" };
+      // With a key the client retries under it; without one a retry is a second charge, so it gets a handle.
+      return claim.idempotencyKey === null
+        ? { kind: "charge_outcome_unknown", requestId: outcome.requestId }
+        : { kind: "gateway_unavailable" };
   }
 }
 
-/** GET /api/charges?idempotency_key=K: the state of the client's own operation, without resending it. */
-export function findChargeOperation(apiClientId: number, idempotencyKey: string) {
-  return findOperation({ idempotencyKey, route: CHARGES_ROUTE, apiClientId });
+/**
+ * GET /api/charges?idempotency_key=K (or ?request_id=N, the handle of a keyless request whose outcome was
+ * unknown): the state of the client's own operation, without resending it.
+ */
+export function findChargeOperation(apiClientId: number, handle: { idempotencyKey: string } | { requestId: bigint }) {
+  return findOperation({ ...handle, route: CHARGES_ROUTE, apiClientId });
 }

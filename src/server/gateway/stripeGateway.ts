@@ -3,6 +3,7 @@ import { stripePaymentMethod } from "./stripeTestCards";
 import {
   GatewayOutcomeUnknownError,
   type ChargeMetadata,
+  type ChargeOptions,
   type GatewayCharge,
   type GatewayChargeRequest,
   type GatewayLookup,
@@ -106,10 +107,19 @@ function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
   }
 }
 
-function toListed(intent: Stripe.PaymentIntent): ListedGatewayCharge {
+/**
+ * A listed PaymentIntent as a charge; undefined for one that is not final yet (processing, or another
+ * integration's requires_capture on the same account): it moved no money the ledger can compare yet, and one
+ * such intent must not keep the rest of its window from being reconciled. The app's own come back final on a
+ * later run.
+ */
+/** How long Stripe remembers an idempotency key, and how much sooner than that the adapter stops trusting it. */
+const STRIPE_KEY_LIFETIME_MS = 24 * 3_600_000;
+const KEY_LIFETIME_MARGIN_MS = 3_600_000;
+
+function toListed(intent: Stripe.PaymentIntent): ListedGatewayCharge | undefined {
   const charge = fromIntent(intent);
-  if (!charge)
-    throw new Error(`PaymentIntent ${intent.id} is ${intent.status}: list this window again once it settles`);
+  if (!charge) return undefined;
   return {
     ...charge,
     idempotencyKey: intent.metadata[META.gatewayKey] ?? "",
@@ -188,11 +198,15 @@ export class StripePaymentGateway implements PaymentGateway {
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 10_000;
   }
 
-  async charge(
-    request: GatewayChargeRequest,
-    { idempotencyKey, timeoutMs }: { idempotencyKey: string; timeoutMs: number },
-  ) {
+  async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs, firstAttemptAt }: ChargeOptions) {
     const deadline = Date.now() + timeoutMs;
+    // Stripe keeps an idempotency key for 24 hours. A retry of an operation first tried longer ago than that
+    // would be a new PaymentIntent under the forgotten key: find the one it may have made first (the search
+    // has long caught up with it by then).
+    if (firstAttemptAt && Date.now() - firstAttemptAt.getTime() > STRIPE_KEY_LIFETIME_MS - KEY_LIFETIME_MARGIN_MS) {
+      const earlier = await this.findCharge({ idempotencyKey, metadata: request.metadata, lastAttemptAt: new Date(0) });
+      if (earlier.kind === "charged") return earlier.charge;
+    }
     // The same parameters on every call with this key, or Stripe answers idempotency_error.
     const params: Stripe.PaymentIntentCreateParams = {
       amount: request.amountCents,
@@ -252,7 +266,8 @@ export class StripePaymentGateway implements PaymentGateway {
     const intents = await Promise.all(hits.data.map((hit) => this.stripe.paymentIntents.retrieve(hit.id, {}, options)));
     const mine = intents.filter((i) => i.metadata[META.gatewayKey] === idempotencyKey);
     for (const intent of mine) {
-      if (intent.metadata[META.requestId] !== metadata.requestId) {
+      // An empty requestId: the asker no longer knows the record (pruned); the key alone names the charge.
+      if (metadata.requestId !== "" && intent.metadata[META.requestId] !== metadata.requestId) {
         const owner = intent.metadata[META.requestId];
         throw new Error(`PaymentIntent ${intent.id} has gateway key ${idempotencyKey} but belongs to request ${owner}`);
       }
@@ -285,10 +300,11 @@ export class StripePaymentGateway implements PaymentGateway {
   }) {
     const options = { timeout: this.lookupTimeoutMs };
     const created = { gte: Math.floor(since.getTime() / 1000), lt: Math.floor(until.getTime() / 1000) };
+    const listed = (intents: Stripe.PaymentIntent[]) => intents.map(toListed).filter((c) => c !== undefined);
     if (cursor) {
       const page = await this.stripe.paymentIntents.list({ created, limit, ending_before: cursor }, options);
-      const charges = page.data.toReversed().map(toListed);
-      return { charges, nextCursor: page.has_more ? charges.at(-1)!.id : null };
+      const intents = page.data.toReversed();
+      return { charges: listed(intents), nextCursor: page.has_more ? intents.at(-1)!.id : null };
     }
     let page = await this.stripe.paymentIntents.list({ created, limit }, options);
     let newerPages = false;
@@ -296,7 +312,7 @@ export class StripePaymentGateway implements PaymentGateway {
       page = await this.stripe.paymentIntents.list({ created, limit, starting_after: page.data.at(-1)!.id }, options);
       newerPages = true;
     }
-    const charges = page.data.toReversed().map(toListed);
-    return { charges, nextCursor: newerPages && charges.length > 0 ? charges.at(-1)!.id : null };
+    const intents = page.data.toReversed();
+    return { charges: listed(intents), nextCursor: newerPages && intents.length > 0 ? intents.at(-1)!.id : null };
   }
 }

@@ -67,6 +67,12 @@ export type ChargeOptions = {
    * Stripe has no such parameter (see README, "The Stripe adapter").
    */
   notAfter?: Date;
+  /**
+   * When the operation first reached for the gateway (its record's creation). A provider that forgets
+   * idempotency keys after a while (Stripe: 24 hours) would take a retry after that as a new charge; the
+   * adapter looks the charge up first instead.
+   */
+  firstAttemptAt?: Date;
 };
 
 export interface PaymentGateway {

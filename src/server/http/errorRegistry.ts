@@ -192,6 +192,19 @@ export const API_ERRORS = {
       "the gateway answers a retry with the charge it already made, so nobody is charged twice.",
     retryAfterSeconds: RETRY_AFTER_SECONDS,
   },
+  charge_outcome_unknown: {
+    status: 502,
+    title: "Outcome unknown (no Idempotency-Key)",
+    message:
+      "The payment gateway did not answer and this request had no Idempotency-Key: the charge may have been made. " +
+      "Do not send it again; look it up by its request_id.",
+    action: "final",
+    advice:
+      "A request without an Idempotency-Key cannot be retried safely: sending it again is a new charge. The server " +
+      "settles this one with the gateway (within a minute or two); read its outcome with " +
+      "`GET /api/charges?request_id=<request_id>` (the stored answer once settled, 409 until then). Send an " +
+      "Idempotency-Key with every charge to be able to retry.",
+  },
   service_unavailable: {
     status: 503,
     title: "Service unavailable",

@@ -20,10 +20,16 @@ export type OperationState =
   /** No such key, not this client's, or past its lifetime: nothing is revealed. */
   | { kind: "unknown" };
 
-export async function findOperation(claim: { idempotencyKey: string; route: string; apiClientId: number }): Promise<OperationState> {
+export async function findOperation(
+  operation: ({ idempotencyKey: string } | { requestId: bigint }) & { route: string; apiClientId: number },
+): Promise<OperationState> {
   const now = new Date();
-  const record = await records.findByKey(claim.idempotencyKey, claim.route, now);
-  if (!record || record.apiClientId !== claim.apiClientId || isExpired(record, now)) return { kind: "unknown" };
+  const record =
+    "requestId" in operation
+      ? await records.findById(operation.requestId, now)
+      : await records.findByKey(operation.idempotencyKey, operation.route, now);
+  const theirs = record && record.apiClientId === operation.apiClientId && record.route === operation.route;
+  if (!record || !theirs || isExpired(record, now)) return { kind: "unknown" };
   return record.phase.name === "complete"
     ? { kind: "complete", response: record.phase.response }
     : { kind: "in_progress", since: record.createdAt };

@@ -140,7 +140,7 @@ export async function workUnderClaim(
   }
   if (result.kind === "unknown") {
     await records.release(record);
-    return { kind: "unknown_outcome" };
+    return { kind: "unknown_outcome", requestId: record.id };
   }
   try {
     const stored = await records.complete(record, result.response, result.writes, result.finishedBy ?? "request");

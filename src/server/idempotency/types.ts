@@ -33,5 +33,5 @@ export type IdempotentOutcome =
   | { kind: "in_progress"; since: Date | null }
   /** Another payload, or another client's key: nothing about it is revealed. */
   | { kind: "key_reused" }
-  /** The work's outcome is unknown; the claim was released for the next attempt. */
-  | { kind: "unknown_outcome" };
+  /** The work's outcome is unknown; the claim was released for the next attempt (or, keyless, for the sweeper). */
+  | { kind: "unknown_outcome"; requestId: bigint };

@@ -120,11 +120,34 @@ async function doubleCharges(charges: ListedGatewayCharge[]): Promise<Finding[]>
   }
   const ttlMs = env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000;
   const findings: Finding[] = [];
+  // One record is one operation, keyed or keyless: two gateway charges naming it are a double charge, whenever
+  // they were made (a provider that forgot the key after its own lifetime, say).
+  const byRecord = new Map<string, ListedGatewayCharge[]>();
+  for (const c of charges) {
+    if (!c.metadata?.requestId || c.metadata.requestId === "0") continue;
+    byRecord.set(c.metadata.requestId, [...(byRecord.get(c.metadata.requestId) ?? []), c]);
+  }
+  const reported = new Set<string>();
+  for (const group of byRecord.values()) {
+    const sorted = group.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    for (const second of sorted.slice(1)) {
+      reported.add(second.id);
+      findings.push({
+        kind: "several_gateway_charges_for_one_operation",
+        subject: second.id,
+        gatewayChargeId: second.id,
+        evidence: {
+          request_id: second.metadata!.requestId,
+          charges: sorted.map((c) => ({ id: c.id, key: c.idempotencyKey, created_at: c.createdAt.toISOString() })),
+        },
+      });
+    }
+  }
   for (const group of byOperation.values()) {
     const sorted = group.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
     for (let i = 1; i < sorted.length; i++) {
       const [first, second] = [sorted[i - 1]!, sorted[i]!];
-      if (second.createdAt.getTime() - first.createdAt.getTime() >= ttlMs) continue;
+      if (reported.has(second.id) || second.createdAt.getTime() - first.createdAt.getTime() >= ttlMs) continue;
       const firstRecorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: first.idempotencyKey } });
       if (firstRecorded && firstRecorded.idempotentRequestId === null) continue; // completed and expired: a new operation
       findings.push({
@@ -165,8 +188,11 @@ async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date
       // Its gateway charge may be older than the window (the app row is written after the gateway answered).
       const lookup = await gateway.findCharge({
         idempotencyKey: charge.gatewayIdempotencyKey,
-        metadata: { requestId: String(charge.idempotentRequestId ?? 0), apiClientId: String(charge.apiClientId), idempotencyKey: null },
-        lastAttemptAt: new Date(0),
+        // An empty requestId once the record is pruned: the key alone names the charge.
+        metadata: { requestId: String(charge.idempotentRequestId ?? ""), apiClientId: String(charge.apiClientId), idempotencyKey: null },
+        // The app row is written right after the gateway answered: a lookup that lags (Stripe's search) may not
+        // show a charge that recent yet, and must say so (unproven) rather than "not charged".
+        lastAttemptAt: charge.createdAt,
       });
       if (lookup.kind === "charged") {
         inOrderNow();

@@ -33,6 +33,8 @@ function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
       return errorResponse("client_closed_request");
     case "gateway_unavailable":
       return errorResponse("gateway_unavailable");
+    case "charge_outcome_unknown":
+      return errorResponse("charge_outcome_unknown", { details: { request_id: String(outcome.requestId) } });
   }
 }
 
@@ -53,6 +55,18 @@ export async function POST(request: Request) {
   });
 }
 
+/** ?idempotency_key=K, or ?request_id=N (what a keyless request whose outcome was unknown was given). */
+function operationHandle(query: URLSearchParams): { idempotencyKey: string } | { requestId: bigint } | { problem: string } {
+  const requestId = query.get("request_id");
+  if (requestId !== null) {
+    return /^\d{1,19}$/.test(requestId) ? { requestId: BigInt(requestId) } : { problem: "request_id must be a number" };
+  }
+  const key = query.get("idempotency_key");
+  if (key === null) return { problem: "Send the operation's key as ?idempotency_key=... (or ?request_id=...)" };
+  const problem = keyProblem(key);
+  return problem ? { problem } : { idempotencyKey: key };
+}
+
 /**
  * GET /api/charges?idempotency_key=K: settles what happened to an operation
  * without resending it (a client whose deadline ran out, say). Complete: the
@@ -63,10 +77,9 @@ export async function GET(request: Request) {
   return handleApi(request, async () => {
     const client = await authenticateApiClient(request.headers.get("authorization"));
     if (!client) return errorResponse("unauthorized");
-    const key = new URL(request.url).searchParams.get("idempotency_key");
-    const problem = key === null ? "Send the operation's key as ?idempotency_key=..." : keyProblem(key);
-    if (problem || key === null) return errorResponse("invalid_idempotency_key", { message: problem });
-    const operation = await findChargeOperation(client.id, key);
+    const handle = operationHandle(new URL(request.url).searchParams);
+    if ("problem" in handle) return errorResponse("invalid_idempotency_key", { message: handle.problem });
+    const operation = await findChargeOperation(client.id, handle);
     switch (operation.kind) {
       case "complete":
         return jsonResponse(operation.response.status, operation.response.body, REPLAY_HEADERS);
