@@ -60,6 +60,7 @@ describe("a gateway request that arrives after the app gave up", () => {
       // The ledger: the gateway took money for an operation answered "request_abandoned", the app has no charge.
       const atGateway = await gatewayCharges(body.customer_id);
       const inApp = await localCharges(body.customer_id);
+      await new Promise((r) => setTimeout(r, 1_500)); // Stripe lists whole seconds only (see stripeReconcileWindow)
       const reconciliation = await reconcileLedger({ since: started });
       const mine = reconciliation.findings.filter((f) => atGateway.some((c) => c.id === f.gatewayChargeId));
       console.log(`gateway charges ${atGateway.length}, app charges ${inApp.length}, reconciliation: ` +
