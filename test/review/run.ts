@@ -10,6 +10,7 @@
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
+import { provisionAppUser } from "../../scripts/lib/appUser";
 import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "../../scripts/lib/config";
 import { createDatabase } from "../../scripts/lib/mariadbServer";
 import { prepareDatabase } from "../../scripts/lib/prepareDatabase";
@@ -25,6 +26,9 @@ const files = readdirSync(path.join(root, "test/review"))
 
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
+// As npm test does: the app runs as its own least-privilege user; the tests connect as the admin user.
+const appDatabaseUrl = await provisionAppUser(config.databaseUrl);
+const appEnv = { ...config.env, DATABASE_URL: appDatabaseUrl };
 Object.assign(process.env, config.env);
 const { seedDemo } = await import("../../scripts/lib/seed");
 const demo = await seedDemo();
@@ -35,6 +39,7 @@ const testEnv = {
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,
   TEST_GATEWAY_PORT: String(config.gatewayPort),
+  TEST_APP_DATABASE_URL: appDatabaseUrl,
   TEST_API_KEY: demo.apiKey,
   TEST_SEARCH_LAG_MS: String(TEST_SEARCH_LAG_MS),
 };
@@ -45,7 +50,7 @@ try {
   const gatewayDatabase = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl };
   services.push(await startGateway({ ...gatewayDatabase, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true }));
   console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
-  services.push(await startApp({ port: config.appPort, env: config.env, quiet: true }));
+  services.push(await startApp({ port: config.appPort, env: appEnv, quiet: true }));
   await run(
     process.execPath,
     [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files],
