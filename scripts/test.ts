@@ -94,7 +94,8 @@ try {
   console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
   services.push(await startApp({ port: config.appPort, env: appEnv, quiet: true }));
 
-  const files = testFiles("test");
+  // test/review/: the regression tests of the adversarial review's findings (its README).
+  const files = [...testFiles("test"), ...testFiles("test/review")];
   if (runNodeTests && files.length > 0) {
     // One file at a time: the fault tests kill and restart servers.
     await run(process.execPath, [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>

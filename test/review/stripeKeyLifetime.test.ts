@@ -55,7 +55,8 @@ describe("a released claim older than the gateway's key lifetime", { skip: env.G
       [gatewayKey],
     );
     await gatewayDb.query(
-      "UPDATE sim_payment_intents SET created = created - 25 * 3600, created_at = created_at - INTERVAL 25 HOUR WHERE id = ?",
+      `UPDATE sim_payment_intents SET created = created - 25 * 3600, created_at = created_at - INTERVAL 25 HOUR,
+         searchable_at = searchable_at - INTERVAL 25 HOUR WHERE id = ?`,
       [first.id],
     );
 

@@ -140,22 +140,30 @@ export const isExpired = (record: IdempotencyRecord, now: Date) =>
 /** Timing of a hold: how long it lasts, and how long its key lives once the record completes. */
 export type Timing = { leaseMs: number; ttlMs: number };
 
-const later = (now: Date, ms: number) => new Date(now.getTime() + ms);
+/**
+ * Every time a transition writes or compares is the database's own clock (one
+ * value per statement), never the calling process's: two instances whose
+ * clocks disagree must still agree on whose lease has ended (a sweeper whose
+ * clock ran ahead would otherwise take over, and write off, a claim whose holder
+ * is still at the gateway).
+ */
+const DB_NOW = "UTC_TIMESTAMP(6)";
+const dbLater = "DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)";
+const micros = (ms: number) => Math.round(ms * 1000);
 
 /** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
 export function claimStatement(
   claim: { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string },
-  now: Date,
   { leaseMs, ttlMs }: Timing,
 ): Statement {
   return {
     sql: `INSERT INTO idempotent_requests
             (idempotency_key, route, api_client_id, request_hash, state, attempt, lease_expires_at, last_attempt_at,
              created_at, updated_at, expires_at)
-          VALUES (?, ?, ?, ?, 'in_progress', 1, ?, ?, ?, ?, ?)`,
+          VALUES (?, ?, ?, ?, 'in_progress', 1, ${dbLater}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${dbLater})`,
     values: [
       claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
-      claim.route, claim.apiClientId, claim.requestHash, later(now, leaseMs), now, now, now, later(now, ttlMs),
+      claim.route, claim.apiClientId, claim.requestHash, micros(leaseMs), micros(ttlMs),
     ],
   };
 }
@@ -171,32 +179,33 @@ export type Taker = "retry" | "recovery";
  * take: released or lease_expired -> held, attempt + 1. The key lives on for its
  * whole lifetime from now: a retry after many hours is still the same operation.
  */
-export function takeStatement(record: IdempotencyRecord, now: Date, { leaseMs, ttlMs }: Timing, taker: Taker): Statement {
+export function takeStatement(record: IdempotencyRecord, { leaseMs, ttlMs }: Timing, taker: Taker): Statement {
   return {
     sql: `UPDATE idempotent_requests
-             SET attempt = attempt + 1, lease_expires_at = ?, updated_at = ?, expires_at = GREATEST(expires_at, ?),
-                 last_attempt_at = ${taker === "retry" ? "?" : "last_attempt_at"}
+             SET attempt = attempt + 1, lease_expires_at = ${dbLater}, updated_at = ${DB_NOW},
+                 expires_at = GREATEST(expires_at, ${dbLater}),
+                 last_attempt_at = ${taker === "retry" ? DB_NOW : "last_attempt_at"}
            WHERE id = ? AND attempt = ? AND state = 'in_progress'
-             AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`,
-    values: [later(now, leaseMs), now, later(now, ttlMs), ...(taker === "retry" ? [now] : []), record.id, record.attempt, now],
+             AND (lease_expires_at IS NULL OR lease_expires_at <= ${DB_NOW})`,
+    values: [micros(leaseMs), micros(ttlMs), record.id, record.attempt],
   };
 }
 
 /** renew: the holder (same attempt) extends its lease before starting work it could not finish in time. */
-export function renewStatement(held: { id: bigint; attempt: number }, now: Date, { leaseMs }: Timing): Statement {
+export function renewStatement(held: { id: bigint; attempt: number }, { leaseMs }: Timing): Statement {
   return {
-    sql: `UPDATE idempotent_requests SET lease_expires_at = ?, updated_at = ?
+    sql: `UPDATE idempotent_requests SET lease_expires_at = ${dbLater}, updated_at = ${DB_NOW}
            WHERE id = ? AND attempt = ? AND state = 'in_progress' AND lease_expires_at IS NOT NULL`,
-    values: [later(now, leaseMs), now, held.id, held.attempt],
+    values: [micros(leaseMs), held.id, held.attempt],
   };
 }
 
 /** release: the holder gives the claim back after an unknown outcome. */
-export function releaseStatement(held: { id: bigint; attempt: number }, now: Date): Statement {
+export function releaseStatement(held: { id: bigint; attempt: number }): Statement {
   return {
-    sql: `UPDATE idempotent_requests SET lease_expires_at = NULL, updated_at = ?
+    sql: `UPDATE idempotent_requests SET lease_expires_at = NULL, updated_at = ${DB_NOW}
            WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
-    values: [now, held.id, held.attempt],
+    values: [held.id, held.attempt],
   };
 }
 
@@ -209,15 +218,14 @@ export function completeStatement(
   held: { id: bigint; attempt: number },
   response: StoredResponse,
   finishedBy: FinishedBy,
-  now: Date,
   { ttlMs }: Timing,
 ): Statement {
   return {
     sql: `UPDATE idempotent_requests
              SET state = 'complete', response_status = ?, response_body = ?, finished_by = ?, lease_expires_at = NULL,
-                 updated_at = ?, expires_at = GREATEST(expires_at, ?)
+                 updated_at = ${DB_NOW}, expires_at = GREATEST(expires_at, ${dbLater})
            WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
-    values: [response.status, response.body, finishedBy, now, later(now, ttlMs), held.id, held.attempt],
+    values: [response.status, response.body, finishedBy, micros(ttlMs), held.id, held.attempt],
   };
 }
 
@@ -231,18 +239,18 @@ export function lockStatement(held: { id: bigint }): Statement {
 }
 
 /** expire: a complete record past its lifetime is deleted so its key can start a new operation. */
-export function expireStatement(record: IdempotencyRecord, now: Date): Statement {
+export function expireStatement(record: IdempotencyRecord): Statement {
   return {
-    sql: "DELETE FROM idempotent_requests WHERE id = ? AND state = 'complete' AND expires_at <= ?",
-    values: [record.id, now],
+    sql: `DELETE FROM idempotent_requests WHERE id = ? AND state = 'complete' AND expires_at <= ${DB_NOW}`,
+    values: [record.id],
   };
 }
 
 /** expire, in bulk: the pruner's batch, oldest first along (state, expires_at). */
-export function pruneBatchStatement(cutoff: Date, batchSize: number): Statement {
+export function pruneBatchStatement(batchSize: number): Statement {
   return {
-    sql: "DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ? ORDER BY expires_at LIMIT ?",
-    values: [cutoff, batchSize],
+    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW} ORDER BY expires_at LIMIT ?`,
+    values: [batchSize],
   };
 }
 
@@ -251,12 +259,13 @@ export function pruneBatchStatement(cutoff: Date, batchSize: number): Statement 
  * `idleMs`, and not under a live lease (released, or their holder's lease ran
  * out). Walks (state, updated_at).
  */
-export function unfinishedStatement(now: Date, idleMs: number, limit: number): Statement {
+export function unfinishedStatement(idleMs: number, limit: number): Statement {
   return {
     sql: `SELECT ${SQL_COLUMNS} FROM idempotent_requests
-           WHERE state = 'in_progress' AND updated_at < ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+           WHERE state = 'in_progress' AND updated_at < DATE_SUB(${DB_NOW}, INTERVAL ? MICROSECOND)
+             AND (lease_expires_at IS NULL OR lease_expires_at <= ${DB_NOW})
            ORDER BY updated_at LIMIT ?`,
-    values: [new Date(now.getTime() - idleMs), now, limit],
+    values: [micros(idleMs), limit],
   };
 }
 

@@ -4,8 +4,8 @@ import * as records from "./records";
 import type { StoredResponse } from "./types";
 
 /** One batch of expired complete records deleted (the pruner paces the batches); how many. */
-export function pruneExpiredBatch(cutoff: Date, batchSize: number): Promise<number> {
-  return records.pruneBatch(cutoff, batchSize);
+export function pruneExpiredBatch(batchSize: number): Promise<number> {
+  return records.pruneBatch(batchSize);
 }
 
 /** A record by id, decoded (the ledger and the dashboard read records this way). */

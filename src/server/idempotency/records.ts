@@ -25,6 +25,15 @@ export const timing: Timing = {
 export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);
 
 /**
+ * The database starts a lease when it runs the statement, which is after this
+ * process sent it: a lease measured here from the moment of sending ends no
+ * later than the database's, whatever either clock says. That is the lease
+ * end this process works to (deadlineOf); the database's own is what others
+ * compare against.
+ */
+const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
+
+/**
  * INSERTs the record, held by this process: the claim. One autocommitted
  * statement, so there is no moment at which the row exists but this process
  * does not know it owns it. Null when the key is taken (the unique index said
@@ -32,13 +41,12 @@ export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getT
  */
 export async function insertClaim(claim: ClaimInput, now: Date): Promise<IdempotencyRecord | null> {
   try {
-    const id = await insertReturningId(claimStatement(claim, now, timing));
-    const leaseExpiresAt = new Date(now.getTime() + timing.leaseMs);
+    const id = await insertReturningId(claimStatement(claim, timing));
     return {
       id,
       ...claim,
       attempt: 1,
-      phase: { name: "held", leaseExpiresAt },
+      phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
       lastAttemptAt: now,
       createdAt: now,
       updatedAt: now,
@@ -64,12 +72,12 @@ export async function findById(id: bigint, now = new Date()): Promise<Idempotenc
 
 /** take: the record, held by this process under the next attempt; null when someone else moved it first. */
 export async function take(record: IdempotencyRecord, now: Date, taker: Taker): Promise<IdempotencyRecord | null> {
-  const changed = await retryOnLockConflict(() => execute(takeStatement(record, now, timing, taker)));
+  const changed = await retryOnLockConflict(() => execute(takeStatement(record, timing, taker)));
   if (changed !== 1) return null;
   return {
     ...record,
     attempt: record.attempt + 1,
-    phase: { name: "held", leaseExpiresAt: new Date(now.getTime() + timing.leaseMs) },
+    phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
     lastAttemptAt: taker === "retry" ? now : record.lastAttemptAt,
     updatedAt: now,
     expiresAt: new Date(Math.max(record.expiresAt.getTime(), now.getTime() + timing.ttlMs)),
@@ -78,14 +86,14 @@ export async function take(record: IdempotencyRecord, now: Date, taker: Taker): 
 
 /** renew: a fresh lease for the holder; null when the attempt was superseded. */
 export async function renew(record: IdempotencyRecord, now: Date): Promise<IdempotencyRecord | null> {
-  const changed = await retryOnLockConflict(() => execute(renewStatement(record, now, timing)));
+  const changed = await retryOnLockConflict(() => execute(renewStatement(record, timing)));
   if (changed !== 1) return null;
-  return { ...record, phase: { name: "held", leaseExpiresAt: new Date(now.getTime() + timing.leaseMs) }, updatedAt: now };
+  return { ...record, phase: { name: "held", leaseExpiresAt: leaseFrom(now) }, updatedAt: now };
 }
 
 /** release: gives the claim back (fenced by the attempt; a no-op once someone else took it). */
 export async function release(record: IdempotencyRecord): Promise<void> {
-  await retryOnLockConflict(() => execute(releaseStatement(record, new Date())));
+  await retryOnLockConflict(() => execute(releaseStatement(record)));
 }
 
 /**
@@ -108,7 +116,7 @@ export async function complete(
   writes: Statement[],
   finishedBy: FinishedBy,
 ): Promise<boolean> {
-  const statements = [lockStatement(record), ...writes, completeStatement(record, response, finishedBy, new Date(), timing)];
+  const statements = [lockStatement(record), ...writes, completeStatement(record, response, finishedBy, timing)];
   // The lock found the record, every write changed rows, the completion matched this attempt.
   const allLanded = (touched: number[]) =>
     touched[0] === 1 && touched.at(-1) === 1 && touched.slice(1, -1).every((n) => n >= 1);
@@ -122,13 +130,13 @@ export async function complete(
 }
 
 /** expire: deletes a complete record past its lifetime (no-op for anything else). */
-export async function expire(record: IdempotencyRecord, now: Date): Promise<void> {
-  await retryOnLockConflict(() => execute(expireStatement(record, now)));
+export async function expire(record: IdempotencyRecord): Promise<void> {
+  await retryOnLockConflict(() => execute(expireStatement(record)));
 }
 
-/** One batch of the pruner; the number of records deleted. */
-export async function pruneBatch(cutoff: Date, batchSize: number): Promise<number> {
-  return execute(pruneBatchStatement(cutoff, batchSize));
+/** One batch of the pruner (complete records past their lifetime, by the database's clock); how many went. */
+export async function pruneBatch(batchSize: number): Promise<number> {
+  return execute(pruneBatchStatement(batchSize));
 }
 
 export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimInput) {
@@ -146,7 +154,7 @@ export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimIn
 
 /** Records nobody is finishing, oldest first (see lifecycle.unfinishedStatement). */
 export async function findUnfinished(now: Date, idleMs: number, limit: number): Promise<IdempotencyRecord[]> {
-  const { sql, values } = unfinishedStatement(now, idleMs, limit);
+  const { sql, values } = unfinishedStatement(idleMs, limit);
   const rows = await db.$queryRawUnsafe<RecordRow[]>(sql, ...values);
   const records: IdempotencyRecord[] = [];
   for (const row of rows) {

@@ -102,7 +102,7 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | { k
     if (!existing) continue; // deleted (expired) between our insert and our read: go round again
     switch (answerFor(existing, claim, now)) {
       case "expire":
-        await records.expire(existing, now);
+        await records.expire(existing);
         continue;
       case "key_reused":
         await records.recordKeyReuse(existing, claim);

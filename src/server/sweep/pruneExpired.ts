@@ -57,7 +57,8 @@ export async function pruneExpired({
 }: { batchSize?: number; budgetMs?: number; now?: Date } = {}): Promise<number> {
   const deadline = performance.now() + budgetMs;
   const historyCutoff = new Date(now.getTime() - HISTORY_RETENTION_DAYS * 86_400_000);
-  const pruned = await deleteInBatches(pruneExpiredBatch, now, batchSize, deadline);
+  // Records expire by the database's clock (the lifecycle's rule); history by this one, which is fine for it.
+  const pruned = await deleteInBatches((_, size) => pruneExpiredBatch(size), now, batchSize, deadline);
   for (const [table, column] of HISTORY) await deleteInBatches(deleteOld(table, column), historyCutoff, batchSize, deadline);
   return pruned;
 }
