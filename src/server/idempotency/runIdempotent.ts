@@ -149,7 +149,13 @@ export async function workUnderClaim(
     await records.release(record).catch(() => {});
     throw error;
   }
-  return currentAnswer(record);
+  const current = await currentAnswer(record);
+  if (result.writes.length > 0 && current.kind === "replay" && current.response.body.includes("request_abandoned")) {
+    // A definite outcome in hand for an operation someone else wrote off: the reconciliation reports the
+    // gateway's charge (it has no app charge); say so now, loudly, with what identifies it.
+    console.error(`request ${record.id}: the gateway answered after the operation was abandoned; see the ledger`);
+  }
+  return current;
 }
 
 const leaseOf = (record: IdempotencyRecord) =>
