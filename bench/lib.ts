@@ -1,25 +1,38 @@
 /**
- * Shared set-up for the benchmarks: a stack of its own (database charges_bench,
- * gateway on :4210, the production build of the app on :3200), all on loopback.
+ * Shared set-up for the benchmarks: a stack of its own, all on loopback, moved
+ * by TEST_SLOT like the tests' (slot 0: database charges_bench, gateway on
+ * :4125, the production build of the app on :3115; see slotPort).
  */
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import type { GatewayKind } from "~/gateway-sim/inspect";
-import { gatewayEnv } from "../scripts/lib/config";
+import { gatewayEnv, slotDatabase, slotPort } from "../scripts/lib/config";
 import { createDatabase } from "../scripts/lib/mariadbServer";
 import { prepareDatabase } from "../scripts/lib/prepareDatabase";
 import { run, startApp, startGateway, type Service } from "../scripts/lib/processes";
 
 const DEFAULT_URL = "mysql://root@127.0.0.1:3306/charges";
 
-export async function startBenchStack(extraEnv: Record<string, string> = {}) {
+/** Where the benchmark stack listens (this TEST_SLOT's band); `floor` is bench/replay.ts's reference server. */
+export const BENCH_PORTS = {
+  app: slotPort.app(15),
+  floor: slotPort.app(16),
+  baseline: slotPort.app(17),
+  gateway: slotPort.gateway(15),
+};
+
+/**
+ * The benchmark's stack. `baseline` also starts a second instance of the same
+ * build on its own port with BENCHMARK_SKIP_IDEMPOTENCY=1 (bench/overhead.ts).
+ */
+export async function startBenchStack(extraEnv: Record<string, string> = {}, { baseline = false } = {}) {
   const base = new URL(process.env.DATABASE_URL ?? DEFAULT_URL);
-  base.pathname = "/charges_bench";
+  base.pathname = `/${slotDatabase("charges_bench")}`;
   const databaseUrl = base.toString();
-  base.pathname = "/charges_bench_gateway";
+  base.pathname = `/${slotDatabase("charges_bench")}_gateway`;
   const gatewayDatabaseUrl = base.toString();
   // GATEWAY=stripe benchmarks the Stripe adapter against the simulator's Stripe mode.
-  const gateway = gatewayEnv("http://127.0.0.1:4210", { realStripeAllowed: false });
+  const gateway = gatewayEnv(`http://127.0.0.1:${BENCH_PORTS.gateway}`, { realStripeAllowed: false });
   const env = {
     DATABASE_URL: databaseUrl,
     ...gateway,
@@ -32,13 +45,18 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
   await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
   if (!process.argv.includes("--no-build")) await run("next", ["build"], { ...env, NODE_ENV: "production" });
   const services: Service[] = [];
-  services.push(await startGateway({ port: 4210, databaseUrl: gatewayDatabaseUrl, quiet: true }));
-  const app = await startApp({ port: 3200, env, quiet: true });
+  services.push(await startGateway({ port: BENCH_PORTS.gateway, databaseUrl: gatewayDatabaseUrl, quiet: true }));
+  const app = await startApp({ port: BENCH_PORTS.app, env, quiet: true });
   services.push(app);
+  const withoutIdempotency = baseline
+    ? await startApp({ port: BENCH_PORTS.baseline, env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "1" }, quiet: true })
+    : undefined;
+  if (withoutIdempotency) services.push(withoutIdempotency);
   const { createApiClient } = await import("~/server/auth/apiClients");
   const { apiKey } = await createApiClient("bench");
   return {
     url: app.url,
+    baselineUrl: withoutIdempotency?.url,
     apiKey,
     databaseUrl,
     gatewayDatabaseUrl,
