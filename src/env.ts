@@ -48,10 +48,19 @@ const schema = z
     /** Keyless traffic must be zero for this long before enforcing is called safe. */
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
     SESSION_SECRET: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)"),
+    /**
+     * Benchmarks only: POST /api/charges without the idempotency layer (no record, a new gateway key per
+     * request, so every retry charges again), the baseline bench/overhead.ts measures the layer against.
+     */
+    BENCHMARK_SKIP_IDEMPOTENCY: z.enum(["0", "1"]).default("0").transform((v) => v === "1"),
   })
   .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],
     message: "must be longer than a lease (GATEWAY_TIMEOUT_MS + LEASE_MARGIN_MS)",
+  })
+  .refine((env) => !env.BENCHMARK_SKIP_IDEMPOTENCY || /^\/charges_bench\d*$/.test(new URL(env.DATABASE_URL).pathname), {
+    path: ["BENCHMARK_SKIP_IDEMPOTENCY"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
     path: ["STRIPE_SECRET_KEY"],

@@ -1,7 +1,7 @@
 import { env } from "~/env";
 import { deriveGatewayKey, gateway, type ChargeMetadata } from "~/server/gateway";
 import type { HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
-import { chargeCompletion } from "./chargeRows";
+import { chargeCompletion, completionWrites } from "./chargeRows";
 import { abandonedResponse } from "./responses";
 import type { CreateChargeInput } from "./schema";
 
@@ -57,7 +57,8 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
     case "not_charged":
-      return { kind: "complete", response: abandonedResponse, writes: [], finishedBy: "abandoned" };
+      const writes = completionWrites(held.record, []);
+      return { kind: "complete", response: abandonedResponse, writes, finishedBy: "abandoned" };
     case "unproven":
       console.warn(`request ${held.record.id}: the gateway cannot tell yet (${lookup.reason}); asking again later`);
       return { kind: "unknown" };
