@@ -48,6 +48,10 @@ const schema = z
     /** Keyless traffic must be zero for this long before enforcing is called safe. */
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
     SESSION_SECRET: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)"),
+    /** Bearer token that GET /api/metrics (Prometheus) requires; unset: the endpoint answers 404. */
+    METRICS_TOKEN: z.string().min(24, "must be at least 24 characters (e.g. `openssl rand -hex 24`)").optional(),
+    /** The least severe level the JSON log (pino) writes. */
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /**
      * Benchmarks only: POST /api/charges without the idempotency layer (no record, a new gateway key per
      * request, so every retry charges again), the baseline bench/overhead.ts measures the layer against.

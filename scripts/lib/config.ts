@@ -127,6 +127,8 @@ export function testConfig(): StackConfig {
     STRIPE_SEARCH_CONSISTENCY_MS: String(TEST_SEARCH_CONSISTENCY_MS),
     // Tests reconcile when they mean to (and the run ends with one), not whenever a sweep is due.
     RECONCILE_INTERVAL_MS: "0",
+    // GET /api/metrics answers this run's tests (test/metrics.test.ts).
+    METRICS_TOKEN: process.env.METRICS_TOKEN ?? randomBytes(24).toString("hex"),
   };
   const ports = { appPort: slotPort.app(0), gatewayPort: slotPort.gateway(0) };
   return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra });

@@ -1,4 +1,5 @@
 import { env } from "~/env";
+import { addLogContext } from "~/server/observability/context";
 import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
@@ -47,6 +48,7 @@ const RECORDED: ChargeOutcome["kind"][] = ["response", "gateway_unavailable"];
 export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return { kind: "invalid_idempotency_key", message: key.reason };
+  addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
   if (key.kind === "valid") {
     countKeyedRequest(args.apiClientId);
     return charge(args, key.key);

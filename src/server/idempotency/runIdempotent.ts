@@ -1,4 +1,6 @@
 import { isLockConflictError } from "~/server/db";
+import { addLogContext } from "~/server/observability/context";
+import { metrics, secondsSince } from "~/server/observability/metrics";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type IdempotencyRecord } from "./lifecycle";
 import * as records from "./records";
@@ -81,9 +83,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<WorkResult>): Promise<IdempotentOutcome> {
   const known = answerHere(claim);
   if (known) return known;
+  const startedAt = performance.now();
   const claimed = await claimOrAnswer(claim);
+  metrics.claimSeconds.observe({ result: claimed.kind }, secondsSince(startedAt));
   if (claimed.kind !== "claimed") return claimed;
   const { record } = claimed;
+  addLogContext({ recordId: String(record.id) });
   const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
   return outcome;

@@ -1,4 +1,5 @@
 import { execute, type Statement } from "~/server/db";
+import { log } from "~/server/observability/log";
 
 export function hourBucket(at: Date): Date {
   const bucket = new Date(at);
@@ -81,7 +82,7 @@ async function flushKeyedCounts(): Promise<void> {
   try {
     await execute(addToBuckets(batch));
   } catch (error) {
-    console.warn(`keyed request counts not written, retrying: ${(error as Error).message.trim().split("\n").at(-1)}`);
+    log.warn({ err: error, counts: batch.length }, "keyed request counts not written; kept for the next flush");
     batch.forEach(holdKeyed);
   }
 }
