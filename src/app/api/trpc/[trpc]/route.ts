@@ -1,4 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { log } from "~/server/observability/log";
 import { appRouter } from "~/server/trpc/root";
 import { createTRPCContext } from "~/server/trpc/trpc";
 
@@ -11,7 +12,7 @@ const handler = (req: Request) =>
     router: appRouter,
     createContext: () => createTRPCContext({ headers: req.headers }),
     onError: ({ path, error }) => {
-      if (error.code === "INTERNAL_SERVER_ERROR") console.error(`tRPC ${path}:`, error);
+      if (error.code === "INTERNAL_SERVER_ERROR") log.error({ path, err: error.cause ?? error }, "tRPC internal error");
     },
   });
 
