@@ -1,55 +1,38 @@
 /**
- * Idempotency overhead, three ways through the same handler and build:
- * the route with the idempotency layer switched off (a second instance with
+ * Idempotency overhead, three ways through the same handler and build: the
+ * route with the idempotency layer switched off (a second instance with
  * BENCHMARK_SKIP_IDEMPOTENCY=1: no record, no claim, no completion), keyed
- * POSTs (a fresh key per request) and keyless POSTs (counted, recorded). Two
- * rounds in alternating order, so that drift on a shared machine hits all
- * three alike; the ratios are of the rounds' sums.
+ * POSTs (a fresh key per request) and keyless POSTs (counted, recorded),
+ * interleaved in short slices (bench/lib.ts `interleaved`).
  */
 import { randomUUID } from "node:crypto";
-import { chargeRequest, fmt, load, startBenchStack, table, type Load } from "./lib";
+import { chargeRequest, fmt, interleaved, startBenchStack, table, type Interleaved } from "./lib";
 
-const ROUNDS = 2;
 const stack = await startBenchStack({}, { baseline: true });
 try {
-  const runs = {
-    off: { url: stack.baselineUrl!, requests: () => [chargeRequest(stack.apiKey, { key: () => randomUUID() })] },
-    keyed: { url: stack.url, requests: () => [chargeRequest(stack.apiKey, { key: () => randomUUID() })] },
-    keyless: { url: stack.url, requests: () => [chargeRequest(stack.apiKey)] },
-  };
-  type Run = keyof typeof runs;
-  for (const name of Object.keys(runs) as Run[]) {
-    await load({ url: runs[name].url, duration: 3, requests: runs[name].requests() });
-  }
-  const results: Record<Run, Load[]> = { off: [], keyed: [], keyless: [] };
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = (Object.keys(runs) as Run[]).slice();
-    if (round % 2 === 1) order.reverse();
-    for (const name of order) results[name].push(await load({ url: runs[name].url, requests: runs[name].requests() }));
-  }
-  const sum = (name: Run, f: (l: Load) => number) => results[name].reduce((n, l) => n + f(l), 0);
-  const ratio = (a: Run, b: Run, f: (l: Load) => number) => fmt(sum(a, f) / sum(b, f), 2);
-  const row = (label: string, name: Run) => ({
-    run: label,
-    "req/s (per round)": results[name].map((l) => fmt(l.rps)).join(" / "),
-    "p50 ms": results[name].map((l) => l.p50).join(" / "),
-    "p99 ms": results[name].map((l) => l.p99).join(" / "),
-    non2xx: sum(name, (l) => l.non2xx + l.errors),
+  const keyed = () => [chargeRequest(stack.apiKey, { key: () => randomUUID() })];
+  const r = await interleaved({
+    off: { url: stack.baselineUrl!, requests: keyed(), pid: stack.baselinePid },
+    keyed: { url: stack.url, requests: keyed(), pid: stack.pid },
+    keyless: { url: stack.url, requests: [chargeRequest(stack.apiKey)], pid: stack.pid },
   });
-  table(`POST /api/charges, 20 connections, 8 s per run, ${ROUNDS} rounds in alternating order, tok_visa`, [
-    row("idempotency layer off (benchmark-only switch)", "off"),
-    row("keyed (fresh key per request)", "keyed"),
-    row("keyless (counted, recorded)", "keyless"),
+  const row = (run: string, x: Interleaved) => ({
+    run, "req/s": fmt(x.rps), "p50 ms": x.p50, "p99 ms": x.p99, "failures": x.failures,
+    "app CPU ms / request": fmt(x.cpuMsPerRequest ?? 0, 2),
+    "req/s per slice": x.slices.map((s) => fmt(s, 0)).join(" "),
+  });
+  table("POST /api/charges, 20 connections, 6 slices of 3 s each, interleaved, tok_visa", [
+    row("idempotency layer off (benchmark-only switch)", r.off),
+    row("keyed (fresh key per request)", r.keyed),
+    row("keyless (counted, recorded)", r.keyless),
   ]);
-  const rps = (l: Load) => l.rps;
-  const p50 = (l: Load) => l.p50;
-  const ratios = (label: string, a: Run, b: Run, target: string) =>
-    ({ ratio: label, "req/s": ratio(a, b, rps), "p50 ms": ratio(a, b, p50), target });
-  table("Ratios (sums over the rounds)", [
-    ratios("keyed / layer off", "keyed", "off", ">= 0.9"),
-    ratios("keyless / keyed", "keyless", "keyed", ">= 0.95"),
+  table("Ratios", [
+    { ratio: "keyed / layer off", "req/s": fmt(r.keyed.rps / r.off.rps, 2), target: 0.9,
+      "app CPU per request": fmt(r.keyed.cpuMsPerRequest! / r.off.cpuMsPerRequest!, 2) },
+    { ratio: "keyless / keyed", "req/s": fmt(r.keyless.rps / r.keyed.rps, 2), target: 0.95,
+      "app CPU per request": fmt(r.keyless.cpuMsPerRequest! / r.keyed.cpuMsPerRequest!, 2) },
   ]);
-  if ((Object.keys(runs) as Run[]).some((name) => sum(name, (l) => l.non2xx + l.errors) > 0)) process.exitCode = 1;
+  if (r.off.failures + r.keyed.failures + r.keyless.failures > 0) process.exitCode = 1;
 } finally {
   await stack.stop();
 }

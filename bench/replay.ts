@@ -9,7 +9,7 @@
 import { createServer } from "node:http";
 import * as mariadb from "mariadb";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
-import { BENCH_PORTS, chargeRequest, fmt, load, startBenchStack, table, type Load } from "./lib";
+import { BENCH_PORTS, chargeRequest, fmt, interleaved, startBenchStack, table, type Interleaved } from "./lib";
 
 const stack = await startBenchStack();
 const pool = mariadb.createPool({ ...connectionOptions(stack.databaseUrl, true), connectionLimit: 10 });
@@ -43,28 +43,33 @@ try {
   await db.end();
   const replay = chargeRequest(stack.apiKey, { key: () => "replay-me" });
   const replayElsewhere = chargeRequest(stack.apiKey, { key: () => "replay-elsewhere" });
-  await load({ url: stack.url, duration: 3, requests: [replayElsewhere] });
-  const app = await load({ url: stack.url, requests: [replayElsewhere] });
-  const fromMemory = await load({ url: stack.url, requests: [replay] });
-  const base = await load({ url: `http://127.0.0.1:${BENCH_PORTS.floor}`, requests: [replayElsewhere] });
   // Where the difference goes: the same route module answering without the
   // database (GET /api/charges is a 405), and one Prisma query (/api/health).
-  const framework = await load({ url: `${stack.url}/api/charges` });
-  const oneQuery = await load({ url: `${stack.url}/api/health` });
-  const row = (server: string, r: Load) => ({ server, "req/s": fmt(r.rps), "p50 ms": r.p50, "p99 ms": r.p99, "vs floor": fmt(r.rps / base.rps, 3) });
-  table("Replays of one finished request (20 connections, 8 s each)", [
-    row("node:http + mariadb, same indexed lookup (floor)", base),
-    row("Charges: replay through the database (one read, no INSERT)", app),
-    row("Charges: replay of this process's own recent answer (memory)", fromMemory),
-    row("reference: Next.js route, no database (GET /api/charges, 405)", framework),
-    row("reference: Next.js + one Prisma query (GET /api/health)", oneQuery),
+  const r = await interleaved({
+    floor: { url: `http://127.0.0.1:${BENCH_PORTS.floor}`, requests: [replayElsewhere] },
+    database: { url: stack.url, requests: [replayElsewhere], pid: stack.pid },
+    memory: { url: stack.url, requests: [replay], pid: stack.pid },
+    framework: { url: `${stack.url}/api/charges`, pid: stack.pid },
+    oneQuery: { url: `${stack.url}/api/health`, pid: stack.pid },
+  });
+  const row = (server: string, x: Interleaved) => ({
+    server, "req/s": fmt(x.rps), "p50 ms": x.p50, "p99 ms": x.p99, "vs floor": fmt(x.rps / r.floor.rps, 3),
+    "app CPU ms / request": x.cpuMsPerRequest === undefined ? "" : fmt(x.cpuMsPerRequest, 2),
+  });
+  table("Replays of one finished request (20 connections, 6 slices of 3 s each, interleaved)", [
+    row("node:http + mariadb, same indexed lookup (floor)", r.floor),
+    row("Charges: replay through the database (one read, no INSERT)", r.database),
+    row("Charges: replay of this process's own recent answer (memory)", r.memory),
+    row("reference: Next.js route, no database (GET /api/charges, 405)", r.framework),
+    row("reference: Next.js + one Prisma query (GET /api/health)", r.oneQuery),
   ]);
   table("Ratios", [
-    { ratio: "replay through the database / Next.js + one query", value: fmt(app.rps / oneQuery.rps, 2), target: 0.8 },
-    { ratio: "replay from memory / Next.js without database", value: fmt(fromMemory.rps / framework.rps, 2) },
-    { ratio: "replay through the database / floor", value: fmt(app.rps / base.rps, 3) },
+    { ratio: "replay through the database / Next.js + one query", value: fmt(r.database.rps / r.oneQuery.rps, 2),
+      target: 0.8 },
+    { ratio: "replay from memory / Next.js without database", value: fmt(r.memory.rps / r.framework.rps, 2) },
+    { ratio: "replay through the database / floor", value: fmt(r.database.rps / r.floor.rps, 3) },
   ]);
-  if (app.non2xx + app.errors + fromMemory.non2xx + fromMemory.errors > 0) process.exitCode = 1;
+  if (r.database.failures + r.memory.failures > 0) process.exitCode = 1;
 } finally {
   floor.close();
   await pool.end();
