@@ -1,4 +1,14 @@
 import { z } from "zod";
+import { parseMysqlUrl } from "~/lib/mysqlUrl";
+
+const parses = (url: string) => {
+  try {
+    return parseMysqlUrl(url).hosts.length > 0;
+  } catch {
+    return false;
+  }
+};
+const databaseOf = (url: string) => (parses(url) ? (parseMysqlUrl(url).database ?? "") : "");
 
 /**
  * Every environment variable the server reads, parsed once at start-up.
@@ -8,7 +18,11 @@ import { z } from "zod";
 const schema = z
   .object({
     NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
-    DATABASE_URL: z.string().url().default("mysql://root@127.0.0.1:3306/charges"),
+    /** mysql://user:password@host:port/database; a cluster's nodes as host1:port1,host2:port2 (first preferred). */
+    DATABASE_URL: z
+      .string()
+      .default("mysql://root@127.0.0.1:3306/charges")
+      .refine((url) => parses(url), "must be mysql://user:password@host:port[,host:port...]/database"),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
     /** Which payment gateway charges go to: the simulator's own protocol, or Stripe through its SDK. */
     GATEWAY: z.enum(["sim", "stripe"]).default("sim"),
@@ -62,7 +76,7 @@ const schema = z
     path: ["REAP_AFTER_MS"],
     message: "must be longer than a lease (GATEWAY_TIMEOUT_MS + LEASE_MARGIN_MS)",
   })
-  .refine((env) => !env.BENCHMARK_SKIP_IDEMPOTENCY || /^\/charges_bench\d*$/.test(new URL(env.DATABASE_URL).pathname), {
+  .refine((env) => !env.BENCHMARK_SKIP_IDEMPOTENCY || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
     path: ["BENCHMARK_SKIP_IDEMPOTENCY"],
     message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
