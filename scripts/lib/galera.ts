@@ -1,15 +1,16 @@
 /**
  * A private MariaDB Galera cluster of three nodes on loopback, for
  * `npm run test:cluster`: each node with its own ports (this TEST_SLOT's
- * cluster band) and datadir under .data/, run as the `mysql` user (rsync state
+ * cluster band) and datadir, run as the `mysql` user (rsync state
  * transfer fails as root) with datadirs it owns; the first node bootstraps the
  * cluster (--wsrep-new-cluster) and the others join it by state transfer.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import * as mariadb from "mariadb";
-import { root, slotPort, testSlot } from "./config";
+import { slotPort, testSlot } from "./config";
 import { stopChild } from "./processes";
 
 export const GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so";
@@ -162,7 +163,12 @@ export class GaleraNode {
 export class GaleraCluster {
   readonly nodes: GaleraNode[];
 
-  constructor(readonly baseDir = path.join(root, `.data/galera${testSlot === 0 ? "" : testSlot}`)) {
+  /**
+   * Datadirs under the system's temporary directory, not the checkout: the
+   * nodes run as `mysql`, which cannot reach into a checkout under a private
+   * home directory (/root is 0700).
+   */
+  constructor(readonly baseDir = path.join(tmpdir(), `charges-galera${testSlot}`)) {
     const ports = [0, 1, 2].map((i) => ({
       sql: slotPort.cluster(i), group: slotPort.cluster(3 + i), ist: slotPort.cluster(6 + i), sst: slotPort.cluster(9 + i),
     }));
