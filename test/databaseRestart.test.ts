@@ -12,6 +12,7 @@ import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
 import { SERVER_CODE_FLAGS, startGateway, type Service } from "../scripts/lib/processes";
+import { chargesOfCustomer } from "~/gateway-sim/inspect";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { hashApiKey } from "~/server/auth/apiClients";
 import { chargeBody, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
@@ -34,8 +35,9 @@ let gatewayService: Service;
 let app: Awaited<ReturnType<typeof startAppInstance>>;
 let gatewayPool: mariadb.Pool;
 
+/** What its gateway charged a customer, in the tables of whichever protocol GATEWAY names. */
 const gatewayCharges = (customerId: string): Promise<{ id: string }[]> =>
-  gatewayPool.query("SELECT id FROM sim_charges WHERE customer_id = ?", [customerId]);
+  chargesOfCustomer(gatewayPool, process.env.GATEWAY === "stripe" ? "stripe" : "sim", customerId);
 
 async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
   const conn = await mariadb.createConnection({ host: "127.0.0.1", port: DB_PORT, user: "root", database: "charges_restart" });
@@ -46,7 +48,14 @@ async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
   }
 }
 
-const appEnv = { DATABASE_URL: databaseUrl, GATEWAY_URL: `http://127.0.0.1:${GATEWAY_PORT}` };
+// Its own gateway under either protocol (with GATEWAY=stripe the adapter's base URL too, or its charges would
+// land in the main run's simulator, whose ledger they are not part of).
+const ownGateway = `http://127.0.0.1:${GATEWAY_PORT}`;
+const appEnv = {
+  DATABASE_URL: databaseUrl,
+  GATEWAY_URL: ownGateway,
+  ...(process.env.GATEWAY === "stripe" ? { STRIPE_API_BASE: ownGateway } : {}),
+};
 
 before(async () => {
   await createDatabase(gatewayUrl, { dropFirst: true });
