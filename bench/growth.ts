@@ -23,8 +23,10 @@ async function seed(from: number, to: number, expired: boolean) {
   for (let start = from; start < to; start += CHUNK) {
     const end = Math.min(to, start + CHUNK);
     await conn.query(
-      `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, request_hash, state, response_status, response_body, created_at, updated_at, expires_at)
+      `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, request_hash, state, response_status,
+         response_body, finished_by, created_at, updated_at, expires_at)
        SELECT CONCAT('${expired ? "old" : "seed"}-', seq), 'POST /api/charges', ?, REPEAT('0', 64), 'complete', 201, '{}',
+              'request',
               UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ${expired ? "-1" : "1"} DAY
          FROM seq_${start + 1}_to_${end}`,
       [clientId],

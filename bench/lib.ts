@@ -1,25 +1,39 @@
 /**
- * Shared set-up for the benchmarks: a stack of its own (database charges_bench,
- * gateway on :4210, the production build of the app on :3200), all on loopback.
+ * Shared set-up for the benchmarks: a stack of its own, all on loopback, moved
+ * by TEST_SLOT like the tests' (slot 0: database charges_bench, gateway on
+ * :4125, the production build of the app on :3115; see slotPort).
  */
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import autocannon from "autocannon";
 import type { GatewayKind } from "~/gateway-sim/inspect";
-import { gatewayEnv } from "../scripts/lib/config";
+import { gatewayEnv, slotDatabase, slotPort } from "../scripts/lib/config";
 import { createDatabase } from "../scripts/lib/mariadbServer";
 import { prepareDatabase } from "../scripts/lib/prepareDatabase";
 import { run, startApp, startGateway, type Service } from "../scripts/lib/processes";
 
 const DEFAULT_URL = "mysql://root@127.0.0.1:3306/charges";
 
-export async function startBenchStack(extraEnv: Record<string, string> = {}) {
+/** Where the benchmark stack listens (this TEST_SLOT's band); `floor` is bench/replay.ts's reference server. */
+export const BENCH_PORTS = {
+  app: slotPort.app(15),
+  floor: slotPort.app(16),
+  baseline: slotPort.app(17),
+  gateway: slotPort.gateway(15),
+};
+
+/**
+ * The benchmark's stack. `baseline` also starts a second instance of the same
+ * build on its own port with BENCHMARK_SKIP_IDEMPOTENCY=1 (bench/overhead.ts).
+ */
+export async function startBenchStack(extraEnv: Record<string, string> = {}, { baseline = false } = {}) {
   const base = new URL(process.env.DATABASE_URL ?? DEFAULT_URL);
-  base.pathname = "/charges_bench";
+  base.pathname = `/${slotDatabase("charges_bench")}`;
   const databaseUrl = base.toString();
-  base.pathname = "/charges_bench_gateway";
+  base.pathname = `/${slotDatabase("charges_bench")}_gateway`;
   const gatewayDatabaseUrl = base.toString();
   // GATEWAY=stripe benchmarks the Stripe adapter against the simulator's Stripe mode.
-  const gateway = gatewayEnv("http://127.0.0.1:4210", { realStripeAllowed: false });
+  const gateway = gatewayEnv(`http://127.0.0.1:${BENCH_PORTS.gateway}`, { realStripeAllowed: false });
   const env = {
     DATABASE_URL: databaseUrl,
     ...gateway,
@@ -32,13 +46,20 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
   await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
   if (!process.argv.includes("--no-build")) await run("next", ["build"], { ...env, NODE_ENV: "production" });
   const services: Service[] = [];
-  services.push(await startGateway({ port: 4210, databaseUrl: gatewayDatabaseUrl, quiet: true }));
-  const app = await startApp({ port: 3200, env, quiet: true });
+  services.push(await startGateway({ port: BENCH_PORTS.gateway, databaseUrl: gatewayDatabaseUrl, quiet: true }));
+  const app = await startApp({ port: BENCH_PORTS.app, env, quiet: true });
   services.push(app);
+  const withoutIdempotency = baseline
+    ? await startApp({ port: BENCH_PORTS.baseline, env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "1" }, quiet: true })
+    : undefined;
+  if (withoutIdempotency) services.push(withoutIdempotency);
   const { createApiClient } = await import("~/server/auth/apiClients");
   const { apiKey } = await createApiClient("bench");
   return {
     url: app.url,
+    pid: app.child.pid!,
+    baselineUrl: withoutIdempotency?.url,
+    baselinePid: withoutIdempotency?.child.pid,
     apiKey,
     databaseUrl,
     gatewayDatabaseUrl,
@@ -70,6 +91,73 @@ export async function load({ until, ...opts }: autocannon.Options & { url: strin
     non2xx: result.non2xx,
     total: result.requests.total,
   };
+}
+
+/**
+ * CPU time (user + system, ms) used so far by a process and its descendants,
+ * from /proc: what a request costs the app itself, whatever else the machine runs.
+ */
+export function cpuMs(pid: number): number {
+  const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const fields = readFileSync(`/proc/${d}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
+      return [{ pid: Number(d), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }];
+    } catch {
+      return [];
+    }
+  });
+  const tree = new Set([pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) (tree.add(s.pid), (grew = true));
+  }
+  return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
+}
+const CLOCK_TICKS = 100;
+
+/** What one run of an interleaved comparison loads: a URL and its requests; `pid`: whose CPU to measure. */
+export type LoadSpec = { url: string; requests?: autocannon.Request[]; pid?: number };
+export type Interleaved = {
+  rps: number; p50: number; p99: number; failures: number; slices: number[];
+  /** CPU ms the measured process spent per request answered (when a pid was given). */
+  cpuMsPerRequest?: number;
+};
+
+/**
+ * Several runs compared inside one benchmark: each warmed up, then `rounds`
+ * slices of `seconds` each, the order rotating every round, so that the load
+ * other work puts on a shared machine meanwhile falls on every run alike.
+ * req/s is over all of a run's slices; p50 and p99 are the medians of its slices'.
+ */
+export async function interleaved<K extends string>(
+  runs: Record<K, LoadSpec>,
+  { rounds = 6, seconds = 3 } = {},
+): Promise<Record<K, Interleaved>> {
+  const names = Object.keys(runs) as K[];
+  for (const name of names) await load({ ...runs[name], duration: 2 });
+  const slices = Object.fromEntries(names.map((n) => [n, [] as Load[]])) as Record<K, Load[]>;
+  const cpu = Object.fromEntries(names.map((n) => [n, 0])) as Record<K, number>;
+  for (let round = 0; round < rounds; round++) {
+    const order = names.map((_, i) => names[(i + round) % names.length]!);
+    for (const name of order) {
+      const { pid, ...spec } = runs[name];
+      const before = pid ? cpuMs(pid) : 0;
+      slices[name].push(await load({ ...spec, duration: seconds }));
+      if (pid) cpu[name] += cpuMs(pid) - before;
+    }
+  }
+  const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  return Object.fromEntries(
+    names.map((n) => {
+      const own = slices[n];
+      const rps = own.reduce((sum, l) => sum + l.total, 0) / (own.length * seconds);
+      const failures = own.reduce((sum, l) => sum + l.errors + l.non2xx, 0);
+      const answered = own.reduce((sum, l) => sum + l.total, 0);
+      const cpuMsPerRequest = runs[n].pid && answered ? cpu[n] / answered : undefined;
+      const [p50, p99] = [median(own.map((l) => l.p50)), median(own.map((l) => l.p99))];
+      return [n, { rps, p50, p99, failures, slices: own.map((l) => l.rps), cpuMsPerRequest }];
+    }),
+  ) as Record<K, Interleaved>;
 }
 
 export function chargeRequest(apiKey: string, opts: { key?: () => string; body?: object } = {}) {

@@ -1,14 +1,15 @@
 /**
  * Replay path: replays per second through the app vs the floor for this stack,
- * a minimal node:http + mariadb server doing the same indexed lookup. Two app
- * rows: a request this process finished (answered from memory for a minute,
- * see heldClaims) and one finished elsewhere (through the database: the failed
- * claim INSERT, then the read).
+ * a minimal node:http + mariadb server doing the same indexed lookup, and vs
+ * two Next.js references (a route with no database, a route with one Prisma
+ * query). Two app rows: a request this process finished (answered from memory
+ * for a minute, see idempotency/memory.ts) and one finished elsewhere (through
+ * the database: the read-first lookup, no INSERT).
  */
 import { createServer } from "node:http";
 import * as mariadb from "mariadb";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
-import { chargeRequest, fmt, load, startBenchStack, table, type Load } from "./lib";
+import { BENCH_PORTS, chargeRequest, fmt, interleaved, startBenchStack, table, type Interleaved } from "./lib";
 
 const stack = await startBenchStack();
 const pool = mariadb.createPool({ ...connectionOptions(stack.databaseUrl, true), connectionLimit: 10 });
@@ -22,7 +23,7 @@ const floor = createServer((req, res) => {
     })
     .catch(() => res.writeHead(503).end());
 });
-await new Promise<void>((r) => floor.listen(3299, "127.0.0.1", r));
+await new Promise<void>((r) => floor.listen(BENCH_PORTS.floor, "127.0.0.1", r));
 try {
   const first = await fetch(`${stack.url}/api/charges`, {
     method: "POST",
@@ -33,31 +34,42 @@ try {
   // The same finished record under another key, as another app instance would have left it.
   const db = await mariadb.createConnection(connectionOptions(stack.databaseUrl, true));
   await db.query(
-    `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, request_hash, state, response_status, response_body, created_at, updated_at, expires_at)
-     SELECT 'replay-elsewhere', route, api_client_id, request_hash, state, response_status, response_body, created_at, updated_at, expires_at
-     FROM idempotent_requests WHERE idempotency_key = 'replay-me'`,
+    `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, request_hash, state, attempt,
+       last_attempt_at, response_status, response_body, finished_by, created_at, updated_at, expires_at)
+     SELECT 'replay-elsewhere', route, api_client_id, request_hash, state, attempt, last_attempt_at,
+            response_status, response_body, finished_by, created_at, updated_at, expires_at
+       FROM idempotent_requests WHERE idempotency_key = 'replay-me'`,
   );
   await db.end();
   const replay = chargeRequest(stack.apiKey, { key: () => "replay-me" });
   const replayElsewhere = chargeRequest(stack.apiKey, { key: () => "replay-elsewhere" });
-  await load({ url: stack.url, duration: 3, requests: [replayElsewhere] });
-  const app = await load({ url: stack.url, requests: [replayElsewhere] });
-  const fromMemory = await load({ url: stack.url, requests: [replay] });
-  const base = await load({ url: "http://127.0.0.1:3299", requests: [replayElsewhere] });
   // Where the difference goes: the same route module answering without the
   // database (GET /api/charges is a 405), and one Prisma query (/api/health).
-  const framework = await load({ url: `${stack.url}/api/charges` });
-  const oneQuery = await load({ url: `${stack.url}/api/health` });
-  const row = (server: string, r: Load) => ({ server, "req/s": fmt(r.rps), "p50 ms": r.p50, "p99 ms": r.p99, "vs floor": fmt(r.rps / base.rps, 3) });
-  table("Replays of one finished request (20 connections, 8 s each)", [
-    row("node:http + mariadb, same indexed lookup (floor)", base),
-    row("Charges: replay through the database (claim INSERT, read)", app),
-    row("Charges: replay of this process's own recent answer (memory)", fromMemory),
-    row("reference: Next.js route, no database (GET /api/charges, 405)", framework),
-    row("reference: Next.js + one Prisma query (GET /api/health)", oneQuery),
+  const r = await interleaved({
+    floor: { url: `http://127.0.0.1:${BENCH_PORTS.floor}`, requests: [replayElsewhere] },
+    database: { url: stack.url, requests: [replayElsewhere], pid: stack.pid },
+    memory: { url: stack.url, requests: [replay], pid: stack.pid },
+    framework: { url: `${stack.url}/api/charges`, pid: stack.pid },
+    oneQuery: { url: `${stack.url}/api/health`, pid: stack.pid },
+  });
+  const row = (server: string, x: Interleaved) => ({
+    server, "req/s": fmt(x.rps), "p50 ms": x.p50, "p99 ms": x.p99, "vs floor": fmt(x.rps / r.floor.rps, 3),
+    "app CPU ms / request": x.cpuMsPerRequest === undefined ? "" : fmt(x.cpuMsPerRequest, 2),
+  });
+  table("Replays of one finished request (20 connections, 6 slices of 3 s each, interleaved)", [
+    row("node:http + mariadb, same indexed lookup (floor)", r.floor),
+    row("Charges: replay through the database (one read, no INSERT)", r.database),
+    row("Charges: replay of this process's own recent answer (memory)", r.memory),
+    row("reference: Next.js route, no database (GET /api/charges, 405)", r.framework),
+    row("reference: Next.js + one Prisma query (GET /api/health)", r.oneQuery),
   ]);
-  console.log(`replay / floor: ${fmt(app.rps / base.rps, 3)}; replay / Next.js without database: ${fmt(app.rps / framework.rps, 2)}`);
-  if (app.non2xx + app.errors + fromMemory.non2xx + fromMemory.errors > 0) process.exitCode = 1;
+  table("Ratios", [
+    { ratio: "replay through the database / Next.js + one query", value: fmt(r.database.rps / r.oneQuery.rps, 2),
+      target: 0.8 },
+    { ratio: "replay from memory / Next.js without database", value: fmt(r.memory.rps / r.framework.rps, 2) },
+    { ratio: "replay through the database / floor", value: fmt(r.database.rps / r.floor.rps, 3) },
+  ]);
+  if (r.database.failures + r.memory.failures > 0) process.exitCode = 1;
 } finally {
   floor.close();
   await pool.end();

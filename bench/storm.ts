@@ -1,17 +1,23 @@
 /**
- * Slow gateway storm: 200 operations in flight on a gateway slower than the
- * client's timeout, retried by the SDK. Reports duplicates (must be 0), the
- * latency of the 409 answers while the gateway calls are pending, and the DB
- * pool's use.
+ * Slow gateway storm: OPERATIONS (1000) operations in flight on a gateway
+ * slower than the client's timeout, retried by the SDK. Reports duplicates
+ * (must be 0), the latency of the 409 answers while the gateway calls are
+ * pending, the DB pool's use, and attempts and 409s per operation.
  *
- * The main round starts the 200 operations over 2 s, so all 200 are in flight
+ * The main round starts the operations over 2 s, so all of them are in flight
  * together for the last second before the first gateway answer (3 s): this is
  * the round that must keep the pool below its limit from start to finish, or
  * the script fails. Two more rounds put the same load in one instant, on the
- * slow gateway and (control) on a fast one: they show what 200 requests in the
- * same millisecond cost on 2 shared cores, whatever the gateway does.
+ * slow gateway and (control) on a fast one: they show what that many requests
+ * in the same millisecond cost on 2 shared cores, whatever the gateway does.
+ * The last two rounds measure `Prefer: wait` (which the SDK sends by default,
+ * a second below its attempt timeout, so they use a 2.5 s timeout: wait=1):
+ * the same ramped load without it and with it.
+ *
+ *   npm run bench:storm [-- --operations 1000] [-- --no-build]
  */
 import { randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
 import { chargesPerCustomer } from "~/gateway-sim/inspect";
@@ -19,11 +25,16 @@ import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { fmt, startBenchStack, table } from "./lib";
 
-const OPERATIONS = 200;
+const { values: args } = parseArgs({
+  options: { operations: { type: "string", default: "1000" }, "no-build": { type: "boolean", default: false } },
+});
+const OPERATIONS = Number(args.operations);
 const GATEWAY_DELAY_MS = 3_000;
 const CLIENT_TIMEOUT_MS = 1_000;
+/** The Prefer: wait rounds: long enough for the SDK to ask for wait=1, shorter than the gateway. */
+const WAIT_ROUND_TIMEOUT_MS = 2_500;
 const RAMP_MS = 2_000;
-const WATCHDOG_MS = 120_000;
+const WATCHDOG_MS = 240_000;
 
 type PoolUsage = { limit: number; recent: PoolSlot[] };
 
@@ -35,22 +46,40 @@ setTimeout(() => {
   void stack.stop().finally(() => process.exit(2));
 }, WATCHDOG_MS).unref();
 
-/** 200 operations through the SDK, started evenly over `rampMs`; what the client saw, and when. */
-async function storm(cardToken: string, rampMs: number) {
+type StormOptions = { attemptTimeoutMs?: number; preferWaitSeconds?: number };
+
+/** OPERATIONS operations through the SDK, started evenly over `rampMs`; what the client saw, and when. */
+async function storm(cardToken: string, rampMs: number, opts: StormOptions = {}) {
   const conflictLatencies: number[] = [];
   let serviceUnavailable = 0;
   let timedOut = 0;
+  let attempts = 0;
+  let conflicts = 0;
+  let waitsApplied = 0;
   const timedFetch: typeof fetch = async (input, init) => {
     const started = performance.now();
+    attempts += 1;
     const res = await fetch(input, init).catch((error: Error) => {
       if (error.name === "TimeoutError") timedOut += 1;
       throw error;
     });
-    if (res.status === 409) conflictLatencies.push(performance.now() - started);
+    if (res.status === 409) {
+      conflicts += 1;
+      conflictLatencies.push(performance.now() - started);
+    }
+    if (res.headers.has("preference-applied")) waitsApplied += 1;
     if (res.status === 503) serviceUnavailable += 1;
     return res;
   };
-  const sdk = new ChargesClient({ baseUrl: stack.url, apiKey: stack.apiKey, attemptTimeoutMs: CLIENT_TIMEOUT_MS, deadlineMs: 60_000, baseDelayMs: 200, fetch: timedFetch });
+  const sdk = new ChargesClient({
+    baseUrl: stack.url,
+    apiKey: stack.apiKey,
+    attemptTimeoutMs: opts.attemptTimeoutMs ?? CLIENT_TIMEOUT_MS,
+    deadlineMs: 60_000,
+    baseDelayMs: 200,
+    ...(opts.preferWaitSeconds === undefined ? {} : { preferWaitSeconds: opts.preferWaitSeconds }),
+    fetch: timedFetch,
+  });
   const tag = `cus_storm_${randomUUID().slice(0, 6)}`;
   unresolved = OPERATIONS;
   const start = Date.now();
@@ -70,7 +99,9 @@ async function storm(cardToken: string, rampMs: number) {
     answered: poolUse(record, start + GATEWAY_DELAY_MS, end + 100),
     whole: poolUse(record, start, end + 100),
   };
-  return { tag, start, end, results, conflictLatencies: conflictLatencies.sort((a, b) => a - b), serviceUnavailable, timedOut, pool };
+  const sorted = conflictLatencies.sort((a, b) => a - b);
+  const counts = { serviceUnavailable, timedOut, attempts, conflicts, waitsApplied };
+  return { tag, start, end, results, conflictLatencies: sorted, ...counts, pool };
 }
 
 /** Charges the gateway made more than once for a customer (in the tables of whichever protocol GATEWAY uses). */
@@ -116,14 +147,21 @@ async function warmUp() {
 
 try {
   await warmUp();
+  const slow = `tok_slow_${GATEWAY_DELAY_MS}`;
   const rounds = {
-    ramped: await quietly(() => storm(`tok_slow_${GATEWAY_DELAY_MS}`, RAMP_MS)),
-    burst: await quietly(() => storm(`tok_slow_${GATEWAY_DELAY_MS}`, 0)),
+    ramped: await quietly(() => storm(slow, RAMP_MS)),
+    burst: await quietly(() => storm(slow, 0)),
     control: await quietly(() => storm("tok_visa", 0)),
   };
+  const longer = { attemptTimeoutMs: WAIT_ROUND_TIMEOUT_MS };
+  const waitRounds = {
+    without: await quietly(() => storm(slow, RAMP_MS, { ...longer, preferWaitSeconds: 0 })),
+    with: await quietly(() => storm(slow, RAMP_MS, longer)),
+  };
+  const everyRound = [...Object.values(rounds), ...Object.values(waitRounds)];
   let duplicates = 0;
-  for (const round of Object.values(rounds)) duplicates += await duplicateCharges(round.tag);
-  const unavailable = Object.values(rounds).reduce((n, r) => n + r.serviceUnavailable, 0);
+  for (const round of everyRound) duplicates += await duplicateCharges(round.tag);
+  const unavailable = everyRound.reduce((n, r) => n + r.serviceUnavailable, 0);
 
   type Round = Awaited<ReturnType<typeof storm>>;
   const each = (f: (r: Round) => string | number) => Object.values(rounds).map(f).join(" / ");
@@ -137,6 +175,7 @@ try {
     { metric: "operations answered 201", value: each((r) => r.results.filter((x) => x.ok).length) },
     { metric: "duplicate charges at the gateway (must be 0)", value: duplicates },
     { metric: "attempts the client timed out (retried with the same key)", value: each((r) => r.timedOut) },
+    { metric: "attempts per operation", value: each((r) => fmt(r.attempts / OPERATIONS, 2)) },
     { metric: "409 answers within the client timeout", value: each((r) => r.conflictLatencies.length) },
     { metric: "409 latency p50 ms", value: each(conflictLatency(0.5)) },
     { metric: "409 latency p99 ms", value: each(conflictLatency(0.99)) },
@@ -144,13 +183,34 @@ try {
     { metric: "answers 503 (database or pool unavailable)", value: unavailable },
     { metric: "wall time s", value: each((r) => fmt((r.end - r.start) / 1000)) },
   ]);
+  const perOperation = (n: number) => fmt(n / OPERATIONS, 2);
+  table(
+    `Prefer: wait (ramped over ${RAMP_MS} ms, attempt timeout ${WAIT_ROUND_TIMEOUT_MS} ms, so the SDK asks for ` +
+      `wait=1; round without: preferWaitSeconds 0)`,
+    (["without", "with"] as const).map((name) => {
+      const r = waitRounds[name];
+      return {
+        round: `${name} Prefer: wait`,
+        "answered 201": r.results.filter((x) => x.ok).length,
+        "attempts / operation": perOperation(r.attempts),
+        "409s / operation": perOperation(r.conflicts),
+        "attempts timed out": r.timedOut,
+        "answers with Preference-Applied": r.waitsApplied,
+        "wall time s": fmt((r.end - r.start) / 1000),
+      };
+    }),
+  );
   table(`DB pool (limit ${rounds.ramped.pool.whole.limit}), from the app's per-100 ms record`, [
     { phase: "ramped: gateway calls pending (first 3 s)", ...poolRow(rounds.ramped.pool.pending) },
     { phase: "ramped: calls answered, charges recorded", ...poolRow(rounds.ramped.pool.answered) },
     { phase: "burst: gateway calls pending (first 3 s)", ...poolRow(rounds.burst.pool.pending) },
     { phase: "burst: calls answered, charges recorded", ...poolRow(rounds.burst.pool.answered) },
     { phase: "control: fast gateway, one instant", ...poolRow(rounds.control.pool.whole) },
+    { phase: "Prefer: wait rounds (without / with), whole round", ...poolRow(waitRounds.without.pool.whole) },
+    { phase: "", ...poolRow(waitRounds.with.pool.whole) },
   ]);
+  const rampedP99 = quantile(rounds.ramped.conflictLatencies, 0.99) / GATEWAY_DELAY_MS;
+  console.log(`\nramped round: 409 p99 / gateway delay = ${fmt(rampedP99, 3)} (target <= 0.1)`);
   const { whole } = rounds.ramped.pool;
   const poolFull = whole.maxActive >= whole.limit || whole.waited > 0;
   if (duplicates > 0 || unavailable > 0 || poolFull) process.exitCode = 1;

@@ -2,6 +2,16 @@ import { z } from "zod";
 import { sessionSecretProblem } from "~/server/auth/sessionSecret";
 
 const flag = z.enum(["true", "false"]).default("false").transform((v) => v === "true");
+import { parseMysqlUrl } from "~/lib/mysqlUrl";
+
+const parses = (url: string) => {
+  try {
+    return parseMysqlUrl(url).hosts.length > 0;
+  } catch {
+    return false;
+  }
+};
+const databaseOf = (url: string) => (parses(url) ? (parseMysqlUrl(url).database ?? "") : "");
 
 /**
  * Every environment variable the server reads, parsed once at start-up.
@@ -11,7 +21,11 @@ const flag = z.enum(["true", "false"]).default("false").transform((v) => v === "
 const schema = z
   .object({
     NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
-    DATABASE_URL: z.string().url().default("mysql://root@127.0.0.1:3306/charges"),
+    /** mysql://user:password@host:port/database; a cluster's nodes as host1:port1,host2:port2 (first preferred). */
+    DATABASE_URL: z
+      .string()
+      .default("mysql://root@127.0.0.1:3306/charges")
+      .refine((url) => parses(url), "must be mysql://user:password@host:port[,host:port...]/database"),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
     /** Which payment gateway charges go to: the simulator's own protocol, or Stripe through its SDK. */
     GATEWAY: z.enum(["sim", "stripe"]).default("sim"),
@@ -73,10 +87,23 @@ const schema = z
      * address is Next.js's (the socket's, unless the client sent the header itself): see README, Security.
      */
     TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
+    /** Bearer token that GET /api/metrics (Prometheus) requires; unset: the endpoint answers 404. */
+    METRICS_TOKEN: z.string().min(24, "must be at least 24 characters (e.g. `openssl rand -hex 24`)").optional(),
+    /** The least severe level the JSON log (pino) writes. */
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    /**
+     * Benchmarks only: POST /api/charges without the idempotency layer (no record, a new gateway key per
+     * request, so every retry charges again), the baseline bench/overhead.ts measures the layer against.
+     */
+    BENCHMARK_SKIP_IDEMPOTENCY: z.enum(["0", "1"]).default("0").transform((v) => v === "1"),
   })
   .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],
     message: "must be longer than a lease (GATEWAY_TIMEOUT_MS + LEASE_MARGIN_MS)",
+  })
+  .refine((env) => !env.BENCHMARK_SKIP_IDEMPOTENCY || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["BENCHMARK_SKIP_IDEMPOTENCY"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
     path: ["STRIPE_SECRET_KEY"],

@@ -3,7 +3,9 @@ import { after, before, describe, test } from "node:test";
 import { hourBucket } from "~/server/rollout/counters";
 import { staffContext, type AuditContext } from "~/server/audit/audit";
 import { getIdempotencyMode, setIdempotencyMode } from "~/server/rollout/mode";
-import { chargeBody, closeConnections, db, localCharges, newApiClient, postCharge, uniqueKey, waitFor } from "./helpers";
+import {
+  chargeBody, closeConnections, db, localCharges, newApiClient, postCharge, seedRecord, sweepUntil, uniqueKey, waitFor,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;
@@ -22,8 +24,15 @@ after(async () => {
   await closeConnections();
 });
 
-const bucket = () =>
-  db.requestCountBucket.findUniqueOrThrow({ where: { apiClientId_bucketStart: { apiClientId: clientId, bucketStart: hourBucket(new Date()) } } });
+/** The client's counts for an hour (this one by default), summed over the rows the hour is spread on. */
+async function bucket(at = new Date()) {
+  const { _sum, _max } = await db.requestCountBucket.aggregate({
+    where: { apiClientId: clientId, bucketStart: hourBucket(at) },
+    _sum: { keyed: true, keyless: true },
+    _max: { lastKeylessAt: true },
+  });
+  return { keyed: _sum.keyed ?? 0, keyless: _sum.keyless ?? 0, lastKeylessAt: _max.lastKeylessAt };
+}
 
 describe("rollout of the Idempotency-Key header", () => {
   test("optional mode: keyless requests are served, and counted apart from keyed ones", async () => {
@@ -38,6 +47,33 @@ describe("rollout of the Idempotency-Key header", () => {
     await waitFor("the keyed request to be counted", async () => (await bucket()).keyed === 1);
   });
 
+  test("keyless requests at once are each counted exactly once, on several rows (no single hot row)", async () => {
+    const before = (await bucket()).keyless;
+    const answers = await Promise.all(Array.from({ length: 40 }, () => postCharge({ apiKey, body: chargeBody() })));
+    assert.ok(answers.every((r) => r.status === 201));
+    assert.equal((await bucket()).keyless - before, 40, "every keyless request counted once, before it was answered");
+    const thisHour = { apiClientId: clientId, bucketStart: hourBucket(new Date()) };
+    const rows = await db.requestCountBucket.count({ where: thisHour });
+    assert.ok(rows > 1, `the hour is spread over several rows (${rows})`);
+  });
+
+  test("a keyless request its process never finished is counted when the sweeper finishes it", async () => {
+    const record = await seedRecord({ apiClientId: clientId, phase: "lease_expired", body: chargeBody(), key: null });
+    const before = (await bucket(record.createdAt)).keyless;
+    await sweepUntil("the keyless record to be finished", async () => {
+      const current = await db.idempotentRequest.findUniqueOrThrow({ where: { id: record.id } });
+      return current.state === "complete";
+    });
+    assert.equal((await bucket(record.createdAt)).keyless - before, 1, "counted once, in the hour it was made");
+  });
+
+  test("a keyless request answered without a record (invalid body) is counted too", async () => {
+    const before = (await bucket()).keyless;
+    const res = await postCharge({ apiKey, body: { amount_cents: -1, currency: "usd", card_token: "tok_visa" } });
+    assert.equal(res.status, 400);
+    assert.equal((await bucket()).keyless - before, 1);
+  });
+
   test("optional mode: a keyless retry is a second charge (why the header matters)", async () => {
     const body = chargeBody();
     await postCharge({ apiKey, body });
@@ -48,9 +84,11 @@ describe("rollout of the Idempotency-Key header", () => {
   test("required mode: keyless -> 400 idempotency_key_required, nothing charged; keyed still works", async () => {
     await setIdempotencyMode("required", engineer);
     const body = chargeBody();
+    const before = (await bucket()).keyless;
     const res = await postCharge({ apiKey, body });
     assert.equal(res.status, 400);
     assert.equal(res.json.error.code, "idempotency_key_required");
+    assert.equal((await bucket()).keyless - before, 1, "a refused keyless request still counts (who would break)");
     assert.match(res.headers.get("link") ?? "", /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/);
     assert.equal((await localCharges(body.customer_id)).length, 0);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);

@@ -29,6 +29,10 @@ const sim = mariadb.createPool({
   connectionLimit: 2,
 });
 after(async () => {
+  // Every charge made here went straight to the simulator (keys gk_test_...), with no app charge behind it: undone,
+  // or the run's closing reconciliation, which lists them with GATEWAY=stripe, finds each one a mismatch.
+  await sim.query("DELETE FROM sim_payment_intents WHERE idempotency_key LIKE 'gk\\_test\\_%'");
+  await sim.query("DELETE FROM sim_charges WHERE idempotency_key LIKE 'gk\\_test\\_%'");
   await sim.end();
   await closeConnections();
 });
@@ -349,7 +353,10 @@ describe("Stripe adapter: listCharges", () => {
       times.toSorted((a, b) => a - b),
     );
 
-    const before = await adapter.listCharges({ since: new Date(since.getTime() - 60_000), until: since });
+    // Windows are widened to whole seconds (a window ending inside a second lists that second): the one that
+    // ends where this test's second began must not list what was made in it.
+    const secondStart = new Date(Math.floor(since.getTime() / 1_000) * 1_000);
+    const before = await adapter.listCharges({ since: new Date(since.getTime() - 60_000), until: secondStart });
     assert.ok(!before.charges.some((c) => made.includes(c.id)), "the window's lower bound holds");
   });
 });

@@ -113,6 +113,30 @@ export const testSlot = Number(process.env.TEST_SLOT ?? 0);
 if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error("TEST_SLOT must be 0-9");
 
 /**
+ * The ports of this slot, by band and offset (each band is 20 wide per slot). Taken so far:
+ * app band 0 (the suite's app), 1 (crash), 2 (database restart), 3 (API keys), 10-11 (fault run),
+ * 12-13 (cluster test), 15-17 (benchmarks: app, floor server, app without idempotency);
+ * gateway band 0, 2, 10, 12 (cluster), 15 (benchmarks);
+ * cluster band 0-11 (three Galera nodes: SQL, group, IST and SST ports).
+ */
+export const slotPort = {
+  app: (offset: number) => fetchable(3100 + 20 * testSlot + offset),
+  gateway: (offset: number) => fetchable(4110 + 20 * testSlot + offset),
+  cluster: (offset: number) => fetchable(5100 + 20 * testSlot + offset),
+};
+
+/**
+ * The ports of these bands that fetch refuses to connect to (the Fetch
+ * standard's "bad ports": `TypeError: fetch failed`, cause "bad port"), each
+ * with the spare it moves to, the last of its band. Slot 4's gateway was 4190.
+ */
+const BAD_PORT_SPARES = new Map([[4190, 4209]]);
+const fetchable = (port: number) => BAD_PORT_SPARES.get(port) ?? port;
+
+/** A database name of this slot: `name` in slot 0, `name<slot>` in the others. */
+export const slotDatabase = (name: string) => (testSlot === 0 ? name : `${name}${testSlot}`);
+
+/**
  * The simulator's search lag in tests, and the Stripe adapter's consistency
  * window: short enough for the fault tests, and the window longer than the lag,
  * as it must be (README "The Stripe adapter").
@@ -138,7 +162,9 @@ export function testConfig(): StackConfig {
     STRIPE_SEARCH_CONSISTENCY_MS: String(TEST_SEARCH_CONSISTENCY_MS),
     // Tests reconcile when they mean to (and the run ends with one), not whenever a sweep is due.
     RECONCILE_INTERVAL_MS: "0",
+    // GET /api/metrics answers this run's tests (test/metrics.test.ts).
+    METRICS_TOKEN: process.env.METRICS_TOKEN ?? randomBytes(24).toString("hex"),
   };
-  const ports = { appPort: 3100 + 20 * testSlot, gatewayPort: 4110 + 20 * testSlot };
+  const ports = { appPort: slotPort.app(0), gatewayPort: slotPort.gateway(0) };
   return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra, secretFile: null });
 }

@@ -5,11 +5,12 @@
  */
 import { env } from "~/env";
 import { disconnectDatabase } from "~/server/db";
+import { log } from "~/server/observability/log";
 import { runSweep } from "~/server/sweep/runSweep";
 
 async function sweepOnce() {
   const run = await runSweep();
-  console.log(`sweep: reaped ${run.reaped}, reconciled ${run.reconciled}, pruned ${run.pruned}`);
+  log.info({ reaped: run.reaped, reconciled: run.reconciled, pruned: run.pruned }, "sweep finished");
 }
 
 if (process.argv.includes("--once")) {
@@ -18,9 +19,9 @@ if (process.argv.includes("--once")) {
 } else {
   let stopping = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => (stopping = true));
-  console.log(`sweeper: every ${env.SWEEP_INTERVAL_MS} ms, reaping in_progress records older than ${env.REAP_AFTER_MS} ms`);
+  log.info({ intervalMs: env.SWEEP_INTERVAL_MS, reapAfterMs: env.REAP_AFTER_MS }, "sweeper started");
   while (!stopping) {
-    await sweepOnce().catch((error) => console.error("sweep failed:", (error as Error).message));
+    await sweepOnce().catch((error: unknown) => log.error({ err: error }, "sweep failed"));
     for (let waited = 0; waited < env.SWEEP_INTERVAL_MS && !stopping; waited += 250) await new Promise((r) => setTimeout(r, 250));
   }
   await disconnectDatabase();

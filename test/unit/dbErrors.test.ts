@@ -34,6 +34,7 @@ test("the database being unavailable is told apart from a bug", () => {
   const closed = { code: "P2039", meta: { driverAdapterError: { message: "socket has unexpectedly been closed" } } };
   assert.ok(isDatabaseUnavailable(closed));
   assert.ok(isDatabaseUnavailable(raw(1040))); // too many connections
+  assert.ok(isDatabaseUnavailable(raw(1047))); // a Galera node outside the primary component, or not synced yet
   assert.ok(isDatabaseUnavailable(Object.assign(new Error("x"), { code: "ECONNREFUSED" })));
   assert.ok(isDatabaseUnavailable(new Error("pool timeout: failed to retrieve a connection from pool after 5000ms")));
   assert.ok(!isDatabaseUnavailable({ code: "P2002", message: "Unique constraint failed" }));

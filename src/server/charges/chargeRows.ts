@@ -3,16 +3,22 @@ import type { Charge } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
 import type { GatewayCharge } from "~/server/gateway";
 import type { FinishedBy, IdempotencyRecord, WorkResult } from "~/server/idempotency";
+import { keylessCountStatement } from "~/server/rollout/counters";
 import { responseForCharge } from "./responses";
 
 export function newChargeId(): string {
   return `ch_${randomBytes(12).toString("hex")}`;
 }
 
-function chargeFromGateway(record: IdempotencyRecord, gatewayCharge: GatewayCharge, gatewayKey: string): Charge {
+/** The local charge for a gateway charge, made for a client under a request record (null: none, benchmarks only). */
+export function chargeFromGateway(
+  owner: { apiClientId: number; id: bigint | null },
+  gatewayCharge: GatewayCharge,
+  gatewayKey: string,
+): Charge {
   return {
     id: newChargeId(),
-    apiClientId: record.apiClientId,
+    apiClientId: owner.apiClientId,
     customerId: gatewayCharge.customerId,
     amountCents: gatewayCharge.amountCents,
     currency: gatewayCharge.currency,
@@ -20,13 +26,13 @@ function chargeFromGateway(record: IdempotencyRecord, gatewayCharge: GatewayChar
     failureCode: gatewayCharge.declineCode,
     gatewayChargeId: gatewayCharge.id,
     gatewayIdempotencyKey: gatewayKey,
-    idempotentRequestId: record.id,
+    idempotentRequestId: owner.id,
     createdAt: new Date(),
   };
 }
 
 /** The charge row. Its unique gateway key is the last line of defence: one local charge per gateway charge. */
-function insertCharge(c: Charge): Statement {
+export function insertCharge(c: Charge): Statement {
   return {
     sql: `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
                                gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
@@ -48,5 +54,18 @@ export function chargeCompletion(
   finishedBy?: Exclude<FinishedBy, "request">,
 ): WorkResult {
   const charge = chargeFromGateway(record, gatewayCharge, gatewayKey);
-  return { kind: "complete", response: responseForCharge(charge), writes: [insertCharge(charge)], finishedBy };
+  const writes = completionWrites(record, [insertCharge(charge)]);
+  return { kind: "complete", response: responseForCharge(charge), writes, finishedBy };
+}
+
+/**
+ * The rows stored with a record's answer: the work's own, and for a keyless
+ * request its count (rollout/counters.ts). A record completes exactly once
+ * (the completion is fenced), whoever completes it, the request or the
+ * sweeper, so every keyless request that got a record is counted exactly
+ * once, in the transaction that stores its outcome, at no extra commit.
+ */
+export function completionWrites(record: IdempotencyRecord, writes: Statement[]): Statement[] {
+  if (record.idempotencyKey !== null) return writes;
+  return [...writes, keylessCountStatement(record.apiClientId, record.createdAt)];
 }

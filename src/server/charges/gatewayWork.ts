@@ -1,9 +1,16 @@
 import { env } from "~/env";
 import { deriveGatewayKey, gateway, type ChargeMetadata } from "~/server/gateway";
 import type { HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
-import { chargeCompletion } from "./chargeRows";
+import { log } from "~/server/observability/log";
+import { metrics, secondsSince } from "~/server/observability/metrics";
+import { chargeCompletion, completionWrites } from "./chargeRows";
 import { abandonedResponse } from "./responses";
 import type { CreateChargeInput } from "./schema";
+
+/** A record as logs name it (the sweeper logs outside any request's context). */
+const recordFields = (record: IdempotencyRecord) => ({
+  recordId: String(record.id), apiClientId: record.apiClientId, idempotencyKey: record.idempotencyKey,
+});
 
 /** What the gateway keeps beside each charge, so the ledger can name the operation behind it. */
 export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
@@ -20,6 +27,7 @@ export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
 export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput): Promise<WorkResult> {
   const gatewayKey = deriveGatewayKey(held.record);
   const timeoutMs = Math.min(env.GATEWAY_TIMEOUT_MS, held.deadline.getTime() - Date.now());
+  const startedAt = performance.now();
   try {
     const charge = await gateway.charge(
       {
@@ -33,11 +41,14 @@ export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput)
       // sweeper's "never charged", decided once every deadline has passed, stays true.
       { idempotencyKey: gatewayKey, timeoutMs, notAfter: held.deadline, firstAttemptAt: held.record.createdAt },
     );
+    const result = charge.status === "succeeded" ? "charged" : "declined";
+    metrics.gatewaySeconds.observe({ result }, secondsSince(startedAt));
     return chargeCompletion(held.record, charge, gatewayKey);
   } catch (error) {
     // Timeout, 5xx, network, an answer we cannot read: the money may have moved.
     // The next attempt asks again under the same key and gets the charge if so.
-    console.warn(`gateway outcome unknown for request ${held.record.id}: ${(error as Error).message}`);
+    metrics.gatewaySeconds.observe({ result: "unknown" }, secondsSince(startedAt));
+    log.warn({ ...recordFields(held.record), err: error }, "gateway outcome unknown; the claim is released");
     return { kind: "unknown" };
   }
 }
@@ -59,9 +70,10 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
     case "not_charged":
-      return { kind: "complete", response: abandonedResponse, writes: [], finishedBy: "abandoned" };
+      const writes = completionWrites(held.record, []);
+      return { kind: "complete", response: abandonedResponse, writes, finishedBy: "abandoned" };
     case "unproven":
-      console.warn(`request ${held.record.id}: the gateway cannot tell yet (${lookup.reason}); asking again later`);
+      log.warn({ ...recordFields(held.record), reason: lookup.reason }, "the gateway cannot tell yet; ask again later");
       return { kind: "unknown" };
   }
 }

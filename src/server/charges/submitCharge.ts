@@ -1,9 +1,12 @@
+import { env } from "~/env";
+import { addLogContext } from "~/server/observability/context";
 import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
-import { countChargeRequest } from "~/server/rollout/counters";
-import { getIdempotencyMode } from "~/server/rollout/mode";
+import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
+import { currentModeForRequest } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
 import { createChargeSchema, fieldErrors } from "./schema";
+import { chargeWithoutIdempotency } from "./withoutIdempotency";
 
 /** The route name stored with every record; part of the unique (key, route). */
 export const CHARGES_ROUTE = "POST /api/charges";
@@ -22,11 +25,7 @@ export type ChargeOutcome =
   /** The client hung up before its key was claimed: nothing was stored or charged. */
   | { kind: "client_gone" };
 
-/**
- * POST /api/charges, after authentication and JSON parsing. Validation happens
- * before any key is claimed, so an invalid request is never stored.
- */
-export async function submitCharge(args: {
+type ChargeArgs = {
   apiClientId: number;
   body: unknown;
   idempotencyKeyHeader: string | null;
@@ -34,13 +33,35 @@ export async function submitCharge(args: {
   signal?: AbortSignal;
   /** Prefer: wait, in seconds: how long to wait for an operation found in flight. */
   waitSeconds?: number;
-}): Promise<ChargeOutcome> {
+};
+
+/** The answers a keyless request gets with a record (complete, or released for the sweeper). */
+const RECORDED: ChargeOutcome["kind"][] = ["response", "gateway_unavailable"];
+
+/**
+ * POST /api/charges, after authentication and JSON parsing. Validation happens
+ * before any key is claimed, so an invalid request is never stored.
+ *
+ * Every request is counted for the rollout: a keyed one in memory, a keyless
+ * one that got a record in the transaction that completes it (chargeRows.ts),
+ * and a keyless one answered without a record (refused, invalid, its client
+ * gone) here, before it is answered.
+ */
+export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return { kind: "invalid_idempotency_key", message: key.reason };
+  addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
+  if (key.kind === "valid") {
+    countKeyedRequest(args.apiClientId);
+    return charge(args, key.key);
+  }
+  const required = (await currentModeForRequest()) === "required";
+  const outcome: ChargeOutcome = required ? { kind: "idempotency_key_required" } : await charge(args, null);
+  if (!RECORDED.includes(outcome.kind)) await countKeylessRequest(args.apiClientId);
+  return outcome;
+}
 
-  await countChargeRequest(args.apiClientId, key.kind === "valid");
-  if (key.kind === "absent" && (await getIdempotencyMode()) === "required") return { kind: "idempotency_key_required" };
-
+async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<ChargeOutcome> {
   const parsed = createChargeSchema.safeParse(args.body);
   if (!parsed.success) return { kind: "invalid_request", fields: fieldErrors(parsed.error) };
 
@@ -48,15 +69,16 @@ export async function submitCharge(args: {
   // finished. Under overload, attempts wait so long that their client has timed
   // out (and retried); working on them anyway is how overload feeds itself.
   if (args.signal?.aborted) return { kind: "client_gone" };
+  if (env.BENCHMARK_SKIP_IDEMPOTENCY) {
+    const response = await chargeWithoutIdempotency(args.apiClientId, parsed.data);
+    return { kind: "response", response, replayed: false };
+  }
 
   // A keyless request gets a record too (under no key, so nothing ever replays
   // it): a crash or an unknown gateway outcome then leaves something for the
   // sweeper and the ledger to finish, instead of a charge the app never knew of.
   const claim = {
-    idempotencyKey: key.kind === "valid" ? key.key : null,
-    route: CHARGES_ROUTE,
-    apiClientId: args.apiClientId,
-    requestHash: requestHash(args.body),
+    idempotencyKey, route: CHARGES_ROUTE, apiClientId: args.apiClientId, requestHash: requestHash(args.body),
   };
   const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
     waitMs: (args.waitSeconds ?? 0) * 1000,

@@ -3,7 +3,8 @@ import { PrismaMariaDb } from "@prisma/adapter-mariadb";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
 import { PrismaClient } from "~/generated/prisma/client";
-import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { parseMysqlUrl } from "~/lib/mysqlUrl";
+import { FailoverPool, type QueryPool } from "./failover";
 import { trackPoolUsage } from "./poolUsage";
 
 /**
@@ -12,19 +13,25 @@ import { trackPoolUsage } from "./poolUsage";
  * compare them with UTC_TIMESTAMP(), never NOW().
  */
 function createDatabase() {
-  const pool = mariadb.createPool({
-    ...mysqlConnectionOptions(env.DATABASE_URL),
+  const { hosts, ...credentials } = parseMysqlUrl(env.DATABASE_URL);
+  const options = {
+    ...credentials,
     connectionLimit: env.DATABASE_POOL_SIZE,
     // Fail fast when the database is gone instead of queueing requests for long.
     acquireTimeout: 5_000,
     connectTimeout: 5_000,
-  });
+  };
+  // One host: its pool. Several (a cluster's nodes): one pool each, used in order while they answer.
+  const failover = hosts.length > 1 ? new FailoverPool(hosts.map((h) => ({ ...options, ...h }))) : undefined;
+  const pool: QueryPool = failover ?? mariadb.createPool({ ...options, ...hosts[0]! });
 
-  const usage = trackPoolUsage(pool, env.DATABASE_POOL_SIZE);
+  const pools = failover ? failover.nodes.map((n) => n.pool) : [pool as mariadb.Pool];
+  const usage = trackPoolUsage(pools, env.DATABASE_POOL_SIZE);
   // The text protocol sends a statement in one round trip; the binary one
   // prepares, executes and closes it (three), and without a prepare cache, which
   // Prisma turns off because the driver leaked statements, that is every time.
-  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool, { useTextProtocol: true }) });
+  // (A FailoverPool passes for a pool: the adapter calls getConnection, query and execute only.)
+  const prisma = new PrismaClient({ adapter: new PrismaMariaDb(pool as mariadb.Pool, { useTextProtocol: true }) });
   return { prisma, pool, usage };
 }
 

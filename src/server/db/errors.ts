@@ -79,8 +79,12 @@ const UNAVAILABLE_CODES = new Set([
   "ER_CONNECTION_ALREADY_CLOSED", "ER_CLOSING_POOL", "ER_POOL_ALREADY_CLOSED", "ER_CMD_CONNECTION_CLOSED",
   "ER_SERVER_SHUTDOWN", "ER_CONNECTION_KILLED",
 ]);
-/** Server error numbers that mean the same: too many connections, shutdown, killed, gone away, lost. */
-const UNAVAILABLE_ERRNOS = new Set([1040, 1053, 1927, 2002, 2003, 2006, 2013, 4031]);
+/**
+ * Server error numbers that mean the same: too many connections, shutdown, killed, gone away, lost, and
+ * a Galera node that is not part of the primary component or not synced yet (1047 "WSREP has not yet
+ * prepared node for application use").
+ */
+const UNAVAILABLE_ERRNOS = new Set([1040, 1047, 1053, 1927, 2002, 2003, 2006, 2013, 4031]);
 const UNAVAILABLE_MESSAGE =
   /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?(been )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
 

@@ -3,7 +3,7 @@
  * hot paths send themselves, and what a database error means.
  */
 export { database, db, disconnectDatabase, poolUsage, type Db } from "./client";
-export { execute, insertReturningId, pipelinedTransaction, type Statement } from "./statements";
+export { execute, insertReturningId, pipelinedTransaction, queryRows, type Statement } from "./statements";
 export {
   driverErrorCode, isDatabaseUnavailable, isDuplicateKeyError, isLockConflictError, retryOnLockConflict,
 } from "./errors";

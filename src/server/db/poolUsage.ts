@@ -15,11 +15,12 @@ export function slotsBetween(slots: PoolSlot[], from: number, to = Infinity): Po
 }
 
 /**
- * Connections in use and requests queued for want of one. The gateway is slow;
+ * Connections in use and requests queued for want of one (over every node's
+ * pool, for a cluster: one node is in use at a time). The gateway is slow;
  * the pool must not be what runs out, and benchmarks read this per phase
  * through /api/health (a sampled gauge would miss the bursts).
  */
-export function trackPoolUsage(pool: mariadb.Pool, limit: number) {
+export function trackPoolUsage(pools: mariadb.Pool[], limit: number) {
   const slots: PoolSlot[] = [];
   const usage = {
     active: 0,
@@ -40,22 +41,26 @@ export function trackPoolUsage(pool: mariadb.Pool, limit: number) {
     return slots.at(-1)!;
   };
   const acquiredAt = new WeakMap<mariadb.Connection, number>();
-  pool.on("acquire", (connection) => {
-    acquiredAt.set(connection, performance.now());
-    usage.active += 1;
-    usage.maxActive = Math.max(usage.maxActive, usage.active);
-    const current = slot();
-    current.maxActive = Math.max(current.maxActive, usage.active);
-    current.acquired += 1;
-  });
-  pool.on("release", (connection) => {
-    usage.active = Math.max(0, usage.active - 1);
-    const since = acquiredAt.get(connection);
-    if (since !== undefined) slot().heldMs += performance.now() - since;
-  });
-  pool.on("enqueue", () => {
-    usage.waited += 1;
-    slot().waited += 1;
-  });
+  for (const pool of pools) listen(pool);
   return usage;
+
+  function listen(pool: mariadb.Pool) {
+    pool.on("acquire", (connection) => {
+      acquiredAt.set(connection, performance.now());
+      usage.active += 1;
+      usage.maxActive = Math.max(usage.maxActive, usage.active);
+      const current = slot();
+      current.maxActive = Math.max(current.maxActive, usage.active);
+      current.acquired += 1;
+    });
+    pool.on("release", (connection) => {
+      usage.active = Math.max(0, usage.active - 1);
+      const since = acquiredAt.get(connection);
+      if (since !== undefined) slot().heldMs += performance.now() - since;
+    });
+    pool.on("enqueue", () => {
+      usage.waited += 1;
+      slot().waited += 1;
+    });
+  }
 }

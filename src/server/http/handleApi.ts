@@ -1,13 +1,17 @@
 import { isDatabaseUnavailable, isLockConflictError } from "~/server/db";
+import { withLogContext } from "~/server/observability/context";
+import { log } from "~/server/observability/log";
 import { ApiError, errorResponse } from "./apiError";
 import { presentError } from "./presentError";
 
 /**
  * Runs a route handler body, turning every failure into the documented error
- * format, and finishes every error answer (presentError).
+ * format, and finishes every error answer (presentError). Everything logged
+ * meanwhile carries the request's context (observability/context.ts).
  */
 export async function handleApi(request: Request, run: () => Promise<Response>): Promise<Response> {
-  return presentError(request, await runCatching(run));
+  const context = { method: request.method, path: new URL(request.url).pathname };
+  return withLogContext(context, async () => presentError(request, await runCatching(run)));
 }
 
 async function runCatching(run: () => Promise<Response>): Promise<Response> {
@@ -17,17 +21,18 @@ async function runCatching(run: () => Promise<Response>): Promise<Response> {
     if (error instanceof ApiError) return error.toResponse();
     if (isDatabaseUnavailable(error)) {
       // Prisma's messages quote the calling code; the last line is the cause.
-      console.error("database unavailable:", String((error as Error).message).trim().split("\n").at(-1));
+      const cause = String((error as Error).message).trim().split("\n").at(-1);
+      log.error({ cause }, "database unavailable: answered 503");
       return errorResponse("service_unavailable");
     }
     if (isLockConflictError(error)) {
       // Deadlock victim (or lock wait timeout) again and again, after the retries in place: the database is
       // too busy for now. Nothing was half-written (every write is in a transaction that rolled back, and a
       // claim is released), so the same request later is safe: 503, not a bug's 500.
-      console.error("lock conflicts persisted:", (error as Error).message.split("\n")[0]);
+      log.error({ err: error }, "lock conflicts persisted: answered 503");
       return errorResponse("service_unavailable");
     }
-    console.error("unhandled error:", error);
+    log.error({ err: error }, "unhandled error: answered 500");
     return errorResponse("internal_error");
   }
 }

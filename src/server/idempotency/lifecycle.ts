@@ -269,6 +269,18 @@ export function unfinishedStatement(idleMs: number, limit: number): Statement {
   };
 }
 
+/**
+ * The record of a key on a route (the unique index). Not a transition: what it
+ * finds decides the answer (runIdempotent.answerFor), never ownership, which
+ * only the claim's INSERT or a fenced take can win.
+ */
+export function byKeyStatement(idempotencyKey: string, route: string): Statement {
+  return {
+    sql: `SELECT ${SQL_COLUMNS} FROM idempotent_requests WHERE idempotency_key = ? AND route = ?`,
+    values: [Buffer.from(idempotencyKey, "latin1"), route],
+  };
+}
+
 /** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
 const SQL_COLUMNS = `id, idempotency_key AS idempotencyKey, route, api_client_id AS apiClientId, request_hash AS requestHash,
   state, attempt, lease_expires_at AS leaseExpiresAt, last_attempt_at AS lastAttemptAt,

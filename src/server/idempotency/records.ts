@@ -7,12 +7,13 @@
 import pLimit from "p-limit";
 import { env } from "~/env";
 import {
-  db, execute, insertReturningId, isDuplicateKeyError, pipelinedTransaction, retryOnLockConflict, type Statement,
+  db, execute, insertReturningId, isDuplicateKeyError, pipelinedTransaction, queryRows, retryOnLockConflict,
+  type Statement,
 } from "~/server/db";
 import {
-  claimStatement, completeStatement, decodeRecord, expireStatement, ImpossibleRecordError, keyToBytes, lockStatement, pruneBatchStatement,
-  releaseStatement, renewStatement, takeStatement, unfinishedStatement, type FinishedBy, type IdempotencyRecord, type RecordRow,
-  type Taker, type Timing,
+  byKeyStatement, claimStatement, completeStatement, decodeRecord, expireStatement, ImpossibleRecordError, keyToBytes,
+  lockStatement, pruneBatchStatement, releaseStatement, renewStatement, takeStatement, unfinishedStatement,
+  type FinishedBy, type IdempotencyRecord, type RecordRow, type Taker, type Timing,
 } from "./lifecycle";
 import type { ClaimInput, StoredResponse } from "./types";
 
@@ -58,10 +59,9 @@ export async function insertClaim(claim: ClaimInput, now: Date): Promise<Idempot
   }
 }
 
+/** The record of a key on a route, read through the driver in one round trip (the replay path). */
 export async function findByKey(idempotencyKey: string, route: string, now: Date): Promise<IdempotencyRecord | null> {
-  const row = await db.idempotentRequest.findUnique({
-    where: { idempotencyKey_route: { idempotencyKey: keyToBytes(idempotencyKey), route } },
-  });
+  const [row] = await queryRows<RecordRow>(byKeyStatement(idempotencyKey, route));
   return row ? decodeRecord(row, now) : null;
 }
 

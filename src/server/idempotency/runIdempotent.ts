@@ -1,11 +1,16 @@
 import { isLockConflictError } from "~/server/db";
+import { addLogContext } from "~/server/observability/context";
+import { metrics, secondsSince } from "~/server/observability/metrics";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type IdempotencyRecord } from "./lifecycle";
 import * as records from "./records";
 import type { ClaimInput, HeldClaim, IdempotentOutcome, WorkResult } from "./types";
 
-/** A claim can lose races with a delete (expiry) or a take-over; a few rounds settle it. */
-const MAX_CLAIM_ROUNDS = 3;
+/**
+ * A claim can lose races with a delete (expiry), a take-over, or another
+ * cluster node's insert (a certification failure); a few rounds settle it.
+ */
+const MAX_CLAIM_ROUNDS = 4;
 
 /** Work that cannot start with at least this long before its deadline renews the lease first. */
 const MIN_WORK_MS = 1_000;
@@ -78,17 +83,38 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<WorkResult>): Promise<IdempotentOutcome> {
   const known = answerHere(claim);
   if (known) return known;
+  const startedAt = performance.now();
   const claimed = await claimOrAnswer(claim);
+  metrics.claimSeconds.observe({ result: claimed.kind }, secondsSince(startedAt));
   if (claimed.kind !== "claimed") return claimed;
   const { record } = claimed;
+  addLogContext({ recordId: String(record.id) });
   const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
   return outcome;
 }
 
-async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | { kind: "claimed"; record: IdempotencyRecord }> {
+type Claimed = { kind: "claimed"; record: IdempotencyRecord };
+
+/**
+ * Reads first, then claims. A retry of a finished operation (a replay) or of
+ * one in flight (a 409) is answered from the read alone, one round trip and no
+ * write. A read that finds nothing decides nothing: the INSERT does, and a
+ * duplicate-key error sends it to the record the winner wrote. (The read can
+ * be stale on a cluster node that has not applied a commit yet; then the
+ * INSERT fails on the duplicate, or at certification, and the next read sees it.)
+ */
+async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Claimed> {
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
+    if (claim.idempotencyKey !== null) {
+      const found = await records.findByKey(claim.idempotencyKey, claim.route, now);
+      if (found) {
+        const answer = await answerExisting(found, claim, now);
+        if (answer) return answer;
+        continue;
+      }
+    }
     const inserted = await records.insertClaim(claim, now).catch((error: unknown) => {
       // InnoDB picked the insert as a deadlock victim, or Galera failed its
       // certification against another node's insert (both 1213): go round again.
@@ -98,28 +124,38 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | { k
     if (inserted) return { kind: "claimed", record: inserted };
     if (inserted === undefined) continue;
 
+    // The key was taken between our read and our insert: the winner's record answers.
     const existing = await records.findByKey(claim.idempotencyKey!, claim.route, now);
     if (!existing) continue; // deleted (expired) between our insert and our read: go round again
-    switch (answerFor(existing, claim, now)) {
-      case "expire":
-        await records.expire(existing);
-        continue;
-      case "key_reused":
-        await records.recordKeyReuse(existing, claim);
-        return { kind: "key_reused" };
-      case "replay":
-        if (existing.phase.name === "complete") return { kind: "replay", response: existing.phase.response };
-        continue;
-      case "in_progress":
-        return { kind: "in_progress", since: existing.createdAt };
-      case "take": {
-        const taken = await records.take(existing, now, "retry");
-        if (taken) return { kind: "claimed", record: taken };
-        return { kind: "in_progress", since: existing.createdAt };
-      }
-    }
+    const answer = await answerExisting(existing, claim, now);
+    if (answer) return answer;
   }
   throw new Error(`could not claim idempotency key after ${MAX_CLAIM_ROUNDS} rounds`);
+}
+
+/** What a record found under the key means for this request (answerFor); undefined: go round again. */
+async function answerExisting(
+  existing: IdempotencyRecord,
+  claim: ClaimInput,
+  now: Date,
+): Promise<IdempotentOutcome | Claimed | undefined> {
+  switch (answerFor(existing, claim, now)) {
+    case "expire":
+      await records.expire(existing);
+      return undefined;
+    case "key_reused":
+      await records.recordKeyReuse(existing, claim);
+      return { kind: "key_reused" };
+    case "replay":
+      return existing.phase.name === "complete" ? { kind: "replay", response: existing.phase.response } : undefined;
+    case "in_progress":
+      return { kind: "in_progress", since: existing.createdAt };
+    case "take": {
+      const taken = await records.take(existing, now, "retry");
+      if (taken) return { kind: "claimed", record: taken };
+      return { kind: "in_progress", since: existing.createdAt };
+    }
+  }
 }
 
 export async function workUnderClaim(

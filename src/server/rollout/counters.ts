@@ -1,5 +1,5 @@
-import { Prisma } from "~/generated/prisma/client";
-import { db } from "~/server/db";
+import { execute, type Statement } from "~/server/db";
+import { log } from "~/server/observability/log";
 
 export function hourBucket(at: Date): Date {
   const bucket = new Date(at);
@@ -10,18 +10,46 @@ export function hourBucket(at: Date): Date {
 /** How long keyed counts wait in memory before they are written. */
 const KEYED_FLUSH_INTERVAL_MS = 1_000;
 
+/**
+ * Each client's hour is counted on this many rows, one picked at random per
+ * write, and read as their sum. On one row, every keyless request of a client
+ * queued on that row's lock until the write before it had committed (flushed
+ * its log): the count was the slowest step of a keyless charge.
+ */
+export const COUNT_SHARDS = 16;
+
 type BucketCount = { apiClientId: number; bucketStart: Date; keyed: number; keyless: number; lastKeylessAt: Date | null };
 
 /** Adds to the client's hourly buckets; one statement, so concurrent writers never lose a count. */
-async function addToBuckets(counts: BucketCount[]): Promise<void> {
-  const rows = counts.map((c) => Prisma.sql`(${c.apiClientId}, ${c.bucketStart}, ${c.keyed}, ${c.keyless}, ${c.lastKeylessAt})`);
-  await db.$executeRaw`
-    INSERT INTO request_count_buckets (api_client_id, bucket_start, keyed, keyless, last_keyless_at)
-    VALUES ${Prisma.join(rows)}
-    ON DUPLICATE KEY UPDATE
-      keyed = keyed + VALUES(keyed),
-      keyless = keyless + VALUES(keyless),
-      last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at, VALUES(last_keyless_at))`;
+function addToBuckets(counts: BucketCount[]): Statement {
+  return {
+    sql: `INSERT INTO request_count_buckets (api_client_id, bucket_start, shard, keyed, keyless, last_keyless_at)
+          VALUES ${counts.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}
+          ON DUPLICATE KEY UPDATE
+            keyed = keyed + VALUES(keyed),
+            keyless = keyless + VALUES(keyless),
+            last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
+                                       VALUES(last_keyless_at))`,
+    values: counts.flatMap((c) => [
+      c.apiClientId, c.bucketStart, Math.floor(Math.random() * COUNT_SHARDS), c.keyed, c.keyless, c.lastKeylessAt,
+    ]),
+  };
+}
+
+/**
+ * The count of one keyless POST, as a statement. A keyless request that gets
+ * a record is counted by the transaction that completes it (charges/chargeRows.ts):
+ * no write of its own in the request path, and never lost, because a record
+ * left by a crash is completed by the sweeper, and counted then. Keyless
+ * traffic reaching zero is what tells engineers enforcing the header is safe.
+ */
+export function keylessCountStatement(apiClientId: number, at: Date): Statement {
+  return addToBuckets([{ apiClientId, bucketStart: hourBucket(at), keyed: 0, keyless: 1, lastKeylessAt: at }]);
+}
+
+/** Counts a keyless POST that was answered without a record (refused, invalid, or its client gone). */
+export async function countKeylessRequest(apiClientId: number, at = new Date()): Promise<void> {
+  await execute(keylessCountStatement(apiClientId, at));
 }
 
 /** Keyed counts of this process not yet written, by client and hour. */
@@ -29,22 +57,12 @@ const pendingKeyed = new Map<string, BucketCount>();
 let flushTimer: NodeJS.Timeout | undefined;
 
 /**
- * Counts one POST in the client's bucket for this hour.
- *
- * A keyless request is written before it is answered: keyless traffic reaching
- * zero is what tells engineers enforcing the header is safe, so none may go
- * uncounted. Keyed requests only give the share its denominator; they are
- * summed in memory and written once a second, because one upsert per request on
- * the client's single row for the hour serialises every request of that client
- * (replays included). A crash loses at most a second of keyed counts.
+ * Counts one keyed POST. Keyed requests only give the keyless share its
+ * denominator; they are summed in memory and written once a second. A crash
+ * loses at most a second of keyed counts, never a keyless one.
  */
-export async function countChargeRequest(apiClientId: number, keyed: boolean, at = new Date()): Promise<void> {
-  const bucketStart = hourBucket(at);
-  if (!keyed) {
-    await addToBuckets([{ apiClientId, bucketStart, keyed: 0, keyless: 1, lastKeylessAt: at }]);
-    return;
-  }
-  holdKeyed({ apiClientId, bucketStart, keyed: 1, keyless: 0, lastKeylessAt: null });
+export function countKeyedRequest(apiClientId: number, at = new Date()): void {
+  holdKeyed({ apiClientId, bucketStart: hourBucket(at), keyed: 1, keyless: 0, lastKeylessAt: null });
 }
 
 function holdKeyed(count: BucketCount) {
@@ -62,9 +80,9 @@ async function flushKeyedCounts(): Promise<void> {
   pendingKeyed.clear();
   if (batch.length === 0) return;
   try {
-    await addToBuckets(batch);
+    await execute(addToBuckets(batch));
   } catch (error) {
-    console.warn(`keyed request counts not written, retrying: ${(error as Error).message.trim().split("\n").at(-1)}`);
+    log.warn({ err: error, counts: batch.length }, "keyed request counts not written; kept for the next flush");
     batch.forEach(holdKeyed);
   }
 }

@@ -65,3 +65,21 @@ export async function keylessTraffic(opts: { granularity: Granularity; since: Da
     lastKeylessAt: lastKeyless._max.lastKeylessAt,
   };
 }
+
+/** Keyed and keyless POSTs per client since `since`, and the keyless share (what /api/metrics exports). */
+export async function keylessShareByClient(since: Date) {
+  type Row = { api_client_id: number; name: string; keyed: bigint | number; keyless: bigint | number };
+  const rows = await db.$queryRawUnsafe<Row[]>(
+    `SELECT b.api_client_id, c.name, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless
+       FROM request_count_buckets b JOIN api_clients c ON c.id = b.api_client_id
+      WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name`,
+    since,
+  );
+  return rows.map((r) => ({
+    apiClientId: r.api_client_id,
+    name: r.name,
+    keyed: Number(r.keyed),
+    keyless: Number(r.keyless),
+    keylessShare: share(Number(r.keyless), Number(r.keyed)),
+  }));
+}

@@ -1,6 +1,7 @@
 import { env } from "~/env";
 import { settleFromGateway } from "~/server/charges/gatewayWork";
 import { findUnfinished, finishUnfinished } from "~/server/idempotency";
+import { log } from "~/server/observability/log";
 
 export type ReapResult = { reaped: number; reconciled: number; skipped: number };
 
@@ -28,7 +29,9 @@ export async function reapAbandoned({
       else result.skipped += 1; // lost to a retry or another sweeper, or the gateway cannot tell yet
     } catch (error) {
       // Gateway unreachable, say: the claim was given back and the next sweep tries again.
-      console.error(`sweep: could not finish request ${candidate.id}:`, (error as Error).message);
+      const { apiClientId, idempotencyKey } = candidate;
+      const record = { recordId: String(candidate.id), apiClientId, idempotencyKey };
+      log.error({ ...record, err: error }, "sweep: could not finish a record; the next sweep tries again");
       result.skipped += 1;
     }
   }

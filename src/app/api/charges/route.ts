@@ -7,6 +7,8 @@ import { keyProblem, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { IDEMPOTENCY_KEY_HEADER } from "~/server/idempotency/idempotencyKeyHeader";
+import { addLogContext } from "~/server/observability/context";
+import { metrics } from "~/server/observability/metrics";
 
 export const dynamic = "force-dynamic";
 
@@ -39,12 +41,14 @@ function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
 }
 
 export async function POST(request: Request) {
-  return handleApi(request, async () => {
+  let outcome: ChargeOutcome | undefined;
+  const response = await handleApi(request, async () => {
     const client = await authenticateApiClient(request.headers.get("authorization"));
     if (!client) return errorResponse("unauthorized");
+    addLogContext({ apiClientId: client.id });
     const body = await readJsonBody(request, env.MAX_BODY_BYTES);
     const waitSeconds = preferredWaitSeconds(request.headers.get("prefer"));
-    const outcome = await submitCharge({
+    outcome = await submitCharge({
       apiClientId: client.id,
       body,
       idempotencyKeyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
@@ -53,6 +57,17 @@ export async function POST(request: Request) {
     });
     return toResponse(outcome, waitSeconds);
   });
+  metrics.answers.inc({ outcome: outcomeLabel(outcome, response.status), status: String(response.status) });
+  return response;
+}
+
+/** The answer's outcome as /api/metrics counts it; without an outcome the request failed before or around it. */
+function outcomeLabel(outcome: ChargeOutcome | undefined, status: number): string {
+  if (outcome?.kind === "response") return outcome.replayed ? "replay" : "fresh";
+  if (outcome) return outcome.kind;
+  if (status === 503) return "service_unavailable";
+  if (status === 401) return "unauthorized";
+  return status >= 500 ? "internal_error" : "invalid_request";
 }
 
 /** ?idempotency_key=K, or ?request_id=N (what a keyless request whose outcome was unknown was given). */

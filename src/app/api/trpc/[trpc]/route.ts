@@ -1,6 +1,7 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { errorResponse } from "~/server/http/apiError";
 import { refuseCrossSite } from "~/server/http/crossSite";
+import { log } from "~/server/observability/log";
 import { appRouter } from "~/server/trpc/root";
 import { MAX_BATCH_SIZE, MAX_BODY_BYTES } from "~/server/trpc/limits";
 import { createTRPCContext } from "~/server/trpc/trpc";
@@ -45,7 +46,7 @@ async function handler(incoming: Request) {
     // Dashboard data is per user and changes all the time: never kept by a browser or a proxy.
     responseMeta: () => ({ headers: new Headers({ "Cache-Control": "no-store" }) }),
     onError: ({ path, error }) => {
-      if (error.code === "INTERNAL_SERVER_ERROR") console.error(`tRPC ${path}:`, error);
+      if (error.code === "INTERNAL_SERVER_ERROR") log.error({ path, err: error.cause ?? error }, "tRPC internal error");
     },
   });
 }

@@ -1,0 +1,34 @@
+/**
+ * `npm run test:cluster [-- --no-build]`: the idempotency protocol on a real
+ * multi-primary cluster (test/cluster/): a private three-node MariaDB Galera
+ * cluster on this TEST_SLOT's ports, two app instances on two nodes, started,
+ * tested and stopped by the test itself. Needs Debian's galera-4 (and rsync);
+ * fails loudly, naming the package, when it is missing.
+ */
+import { randomBytes } from "node:crypto";
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { loadDotEnv, root } from "./lib/config";
+import { galeraMissing } from "./lib/galera";
+import { run, SERVER_CODE_FLAGS } from "./lib/processes";
+
+loadDotEnv();
+const missing = galeraMissing();
+if (missing) {
+  console.error(`test:cluster cannot run: ${missing}`);
+  process.exit(1);
+}
+if (!process.argv.includes("--no-build")) {
+  // The build evaluates the server's environment; its secret is not kept (each instance gets its own).
+  await run("next", ["build"], { NODE_ENV: "production", SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex") });
+}
+
+const started = Date.now();
+const files = readdirSync(path.join(root, "test/cluster")).filter((f) => f.endsWith(".test.ts")).map((f) => `test/cluster/${f}`);
+try {
+  await run(process.execPath, [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files]);
+  console.log(`\ncluster test passed in ${Math.round((Date.now() - started) / 1000)} s`);
+} catch (error) {
+  console.error(`\ncluster test FAILED after ${Math.round((Date.now() - started) / 1000)} s: ${(error as Error).message}`);
+  process.exit(1);
+}
