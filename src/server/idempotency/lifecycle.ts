@@ -144,18 +144,23 @@ const later = (now: Date, ms: number) => new Date(now.getTime() + ms);
 
 /** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
 export function claimStatement(
-  claim: { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string },
+  claim: {
+    idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string;
+    customerId?: string | null; fields?: Record<string, unknown> | null;
+  },
   now: Date,
   { leaseMs, ttlMs }: Timing,
 ): Statement {
   return {
     sql: `INSERT INTO idempotent_requests
-            (idempotency_key, route, api_client_id, request_hash, state, attempt, lease_expires_at, last_attempt_at,
-             created_at, updated_at, expires_at)
-          VALUES (?, ?, ?, ?, 'in_progress', 1, ?, ?, ?, ?, ?)`,
+            (idempotency_key, route, api_client_id, customer_id, request_hash, request_fields, state, attempt,
+             lease_expires_at, last_attempt_at, created_at, updated_at, expires_at)
+          VALUES (?, ?, ?, ?, ?, ?, 'in_progress', 1, ?, ?, ?, ?, ?)`,
     values: [
       claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
-      claim.route, claim.apiClientId, claim.requestHash, later(now, leaseMs), now, now, now, later(now, ttlMs),
+      claim.route, claim.apiClientId, claim.customerId ?? null, claim.requestHash,
+      claim.fields ? JSON.stringify(claim.fields) : null,
+      later(now, leaseMs), now, now, now, later(now, ttlMs),
     ],
   };
 }
@@ -261,10 +266,18 @@ export function unfinishedStatement(now: Date, idleMs: number, limit: number): S
 }
 
 /** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
-const SQL_COLUMNS = `id, idempotency_key AS idempotencyKey, route, api_client_id AS apiClientId, request_hash AS requestHash,
-  state, attempt, lease_expires_at AS leaseExpiresAt, last_attempt_at AS lastAttemptAt,
-  response_status AS responseStatus, response_body AS responseBody,
-  finished_by AS finishedBy, created_at AS createdAt, updated_at AS updatedAt, expires_at AS expiresAt`;
+const COLUMNS = [
+  ["id", "id"], ["idempotency_key", "idempotencyKey"], ["route", "route"], ["api_client_id", "apiClientId"],
+  ["request_hash", "requestHash"], ["state", "state"], ["attempt", "attempt"], ["lease_expires_at", "leaseExpiresAt"],
+  ["last_attempt_at", "lastAttemptAt"], ["response_status", "responseStatus"], ["response_body", "responseBody"],
+  ["finished_by", "finishedBy"], ["created_at", "createdAt"], ["updated_at", "updatedAt"], ["expires_at", "expiresAt"],
+] as const;
+
+/** The columns decodeRecord reads, for raw SQL over idempotent_requests (aliased `alias` if given). */
+export const recordColumns = (alias?: string) =>
+  COLUMNS.map(([column, name]) => `${alias ? `${alias}.` : ""}${column}${column === name ? "" : ` AS ${name}`}`).join(", ");
+
+const SQL_COLUMNS = recordColumns();
 
 /** Prisma filters for the lists of the dashboard, by phase (lease_expired is part of "in progress"). */
 export const phaseWhere = {
@@ -274,6 +287,35 @@ export const phaseWhere = {
   abandoned: { finishedBy: "abandoned" as const },
   reconciled: { finishedBy: "reconciled" as const },
 };
+
+/** What the request log filters on: a phase, as displayed, or all in progress / all complete. */
+export type PhaseFilter = PhaseDisplayKey | "in_progress" | "complete";
+
+/**
+ * The records of a phase as an SQL condition on the columns of idempotent_requests
+ * (unqualified), with the index that finds them when they are few (the phases
+ * records pass through) or null when they are most of the table (walk by time).
+ */
+export function phaseCondition(filter: PhaseFilter, now: Date): { sql: string; values: unknown[]; index: string | null } {
+  const inProgress = "idempotent_requests_sweep_idx";
+  switch (filter) {
+    case "in_progress":
+      return { sql: "state = 'in_progress'", values: [], index: inProgress };
+    case "held":
+      return { sql: "state = 'in_progress' AND lease_expires_at > ?", values: [now], index: inProgress };
+    case "lease_expired":
+      return { sql: "state = 'in_progress' AND lease_expires_at <= ?", values: [now], index: inProgress };
+    case "released":
+      return { sql: "state = 'in_progress' AND lease_expires_at IS NULL", values: [], index: inProgress };
+    case "complete":
+      return { sql: "state = 'complete'", values: [], index: null };
+    case "request":
+      return { sql: "state = 'complete' AND finished_by = 'request'", values: [], index: null };
+    case "reconciled":
+    case "abandoned":
+      return { sql: "state = 'complete' AND finished_by = ?", values: [filter], index: "idempotent_requests_finished_idx" };
+  }
+}
 
 /** The display of each phase (and of each way a record completes), for people. */
 export type PhaseDisplayKey = "held" | "lease_expired" | "released" | "request" | "reconciled" | "abandoned";

@@ -1,4 +1,5 @@
 import { isLockConflictError } from "~/server/db";
+import { noteAnswer } from "./events";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type IdempotencyRecord } from "./lifecycle";
 import * as records from "./records";
@@ -61,6 +62,7 @@ export async function runIdempotent(
     if (!(await waitForHeldHere(claim, left))) await sleep(Math.min(pause, left));
     outcome = await attempt(claim, work);
   }
+  noteAnswer(claim, outcome, waited);
   return { ...outcome, waited };
 }
 
