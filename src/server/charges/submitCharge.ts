@@ -3,7 +3,7 @@ import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHe
 import { countChargeRequest } from "~/server/rollout/counters";
 import { getIdempotencyMode } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
-import { createChargeSchema, fieldErrors } from "./schema";
+import { createChargeSchema, fieldErrors, fieldsToShow } from "./schema";
 
 /** The route name stored with every record; part of the unique (key, route). */
 export const CHARGES_ROUTE = "POST /api/charges";
@@ -36,8 +36,10 @@ export async function submitCharge(args: {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return { kind: "invalid_idempotency_key", message: key.reason };
 
-  await countChargeRequest(args.apiClientId, key.kind === "valid");
-  if (key.kind === "absent" && (await getIdempotencyMode()) === "required") return { kind: "idempotency_key_required" };
+  // A keyless request is refused when the header is required, globally or for this client, and counted either way.
+  const refused = key.kind === "absent" && (await getIdempotencyMode(args.apiClientId)) === "required";
+  await countChargeRequest(args.apiClientId, key.kind === "valid", { refused });
+  if (refused) return { kind: "idempotency_key_required" };
 
   const parsed = createChargeSchema.safeParse(args.body);
   if (!parsed.success) return { kind: "invalid_request", fields: fieldErrors(parsed.error) };
@@ -55,6 +57,9 @@ export async function submitCharge(args: {
     route: CHARGES_ROUTE,
     apiClientId: args.apiClientId,
     requestHash: requestHash(args.body),
+    // For the dashboard: what was asked, as sent, never the card token.
+    customerId: parsed.data.customer_id,
+    fields: fieldsToShow(args.body as Record<string, unknown>),
   };
   const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
     waitMs: (args.waitSeconds ?? 0) * 1000,
