@@ -9,9 +9,11 @@ import { HSTS, pageCsp } from "~/server/http/securityHeaders";
 export function proxy(request: NextRequest) {
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
   const https = request.nextUrl.protocol === "https:" || request.headers.get("x-forwarded-proto") === "https";
-  const csp = pageCsp(nonce, { https });
+  const csp = pageCsp(nonce, { https, styleAttributes: request.nextUrl.pathname.startsWith("/admin") });
   const headers = new Headers(request.headers);
   headers.set("x-nonce", nonce);
+  // The page asked for, so that a signed-out visitor comes back to it after signing in.
+  headers.set("x-page", `${request.nextUrl.pathname}${request.nextUrl.search}`);
   headers.set("Content-Security-Policy", csp);
   const response = NextResponse.next({ request: { headers } });
   response.headers.set("Content-Security-Policy", csp);

@@ -1,4 +1,5 @@
-import { canonicalJson } from "~/server/idempotency";
+// The pure hashing file, not the module index (which opens the database): this runs in unit tests too.
+import { canonicalJson } from "~/server/idempotency/canonicalHash";
 
 /** Fields stored beside a record, as JSON text (null for records from before they were stored). */
 export function parseFields(text: string | null): Record<string, unknown> | null {

@@ -19,22 +19,22 @@ function TwoFactor() {
 
   if (me.data.totpEnabled) {
     return (
-      <section className="card" aria-label="Two-factor sign-in">
+      <section className="card space-y-3" aria-label="Two-factor sign-in">
         <h2>Two-factor sign-in</h2>
         <p className="good">On: signing in asks for a code from your authenticator app.</p>
       </section>
     );
   }
   return (
-    <section className="card" aria-label="Two-factor sign-in">
+    <section className="card space-y-3" aria-label="Two-factor sign-in">
       <h2>Two-factor sign-in</h2>
       {me.data.twoFactorRequired && <p className="warn">Required for engineers on this installation.</p>}
       {!start.data ? (
-        <button onClick={() => start.mutate()} disabled={start.isPending}>
+        <button className="btn" onClick={() => start.mutate()} disabled={start.isPending}>
           Set up two-factor sign-in
         </button>
       ) : (
-        <form onSubmit={(e: FormEvent) => (e.preventDefault(), confirm.mutate({ code }))} className="login">
+        <form onSubmit={(e: FormEvent) => (e.preventDefault(), confirm.mutate({ code }))} className="grid max-w-sm gap-3">
           <p>Scan this with an authenticator app (or enter the key by hand), then type the code it shows.</p>
           <img
             src={`data:image/svg+xml;utf8,${encodeURIComponent(start.data.qrSvg)}`}
@@ -45,9 +45,9 @@ function TwoFactor() {
           <p>
             Key: <code data-testid="totp-secret">{start.data.secret}</code>
           </p>
-          <label>
+          <label className="field">
             Code from the app
-            <input
+            <input className="input"
               value={code}
               onChange={(e) => setCode(e.target.value)}
               inputMode="numeric"
@@ -55,7 +55,7 @@ function TwoFactor() {
               required
             />
           </label>
-          <button type="submit" disabled={confirm.isPending}>
+          <button className="btn" type="submit" disabled={confirm.isPending}>
             Turn on two-factor sign-in
           </button>
         </form>
@@ -73,10 +73,10 @@ function ChangePassword() {
   const trpc = useTRPC();
   const change = useMutation(trpc.account.changePassword.mutationOptions());
   return (
-    <section className="card" aria-label="Password">
+    <section className="card space-y-3" aria-label="Password">
       <h2>Password</h2>
       <form
-        className="login"
+        className="grid max-w-sm gap-3"
         onSubmit={async (e: FormEvent<HTMLFormElement>) => {
           e.preventDefault();
           const form = e.currentTarget;
@@ -85,15 +85,15 @@ function ChangePassword() {
           form.reset();
         }}
       >
-        <label>
+        <label className="field">
           Current password
-          <input name="current" type="password" autoComplete="current-password" required />
+          <input className="input" name="current" type="password" autoComplete="current-password" required />
         </label>
-        <label>
+        <label className="field">
           New password
-          <input name="next" type="password" autoComplete="new-password" minLength={12} required />
+          <input className="input" name="next" type="password" autoComplete="new-password" minLength={12} required />
         </label>
-        <button type="submit" disabled={change.isPending}>
+        <button className="btn" type="submit" disabled={change.isPending}>
           Change password
         </button>
         {change.isSuccess && (
@@ -111,10 +111,10 @@ function ChangePassword() {
   );
 }
 
-export default function AccountPage() {
+export function Account() {
   return (
     <>
-      <h1>Account</h1>
+      <h1 className="mb-2">Account</h1>
       <TwoFactor />
       <ChangePassword />
     </>

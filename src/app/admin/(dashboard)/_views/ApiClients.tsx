@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
-import { formatTime } from "../../_components/format";
+import { absolute } from "../../_components/format";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
 
 const GRACE_OPTIONS = [
@@ -13,7 +13,7 @@ const GRACE_OPTIONS = [
   { hours: 24 * 7, label: "7 days" },
 ];
 
-export default function ApiClientsPage() {
+export function ApiClients() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const clients = useQuery(trpc.apiClients.list.queryOptions());
@@ -39,7 +39,7 @@ export default function ApiClientsPage() {
 
   return (
     <>
-      <h1>API clients</h1>
+      <h1 className="mb-2">API clients</h1>
       {error && (
         <p role="alert" className="bad">
           {error.message}
@@ -47,26 +47,26 @@ export default function ApiClientsPage() {
       )}
       {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
 
-      <section className="card">
+      <section className="card space-y-3">
         <h2>New API client</h2>
-        <form onSubmit={onCreate} className="inline-form">
-          <label>
-            Name <input name="name" required maxLength={100} />
+        <form onSubmit={onCreate} className="flex flex-wrap items-end gap-3">
+          <label className="field">
+            Name <input className="input" name="name" required maxLength={100} />
           </label>
-          <label>
-            Contact e-mail <input name="contactEmail" type="email" maxLength={255} />
+          <label className="field">
+            Contact e-mail <input className="input" name="contactEmail" type="email" maxLength={255} />
           </label>
-          <button type="submit" disabled={create.isPending}>
+          <button className="btn" type="submit" disabled={create.isPending}>
             Create client
           </button>
         </form>
       </section>
 
-      <section className="card">
+      <section className="card space-y-3">
         <h2>Clients</h2>
-        <label>
+        <label className="field">
           Grace period when rotating{" "}
-          <select value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
+          <select className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
             {GRACE_OPTIONS.map((o) => (
               <option key={o.hours} value={o.hours}>
                 {o.label}
@@ -75,14 +75,14 @@ export default function ApiClientsPage() {
           </select>
         </label>
         {clients.data?.map((client) => (
-          <section key={client.id} className="client" aria-label={`Client ${client.name}`}>
+          <section key={client.id} className="space-y-2 border-t border-slate-200 pt-3" aria-label={`Client ${client.name}`}>
             <h3>
               {client.name}{" "}
               <span className="muted">
                 #{client.id} {client.contactEmail ?? ""}
               </span>
             </h3>
-            <table>
+            <div className="table-box"><table className="data-table">
               <thead>
                 <tr>
                   <th>Key</th>
@@ -98,18 +98,18 @@ export default function ApiClientsPage() {
                     <td>
                       <code>{key.keyPrefix}…</code>
                     </td>
-                    <td>{formatTime(key.createdAt)}</td>
+                    <td>{absolute(key.createdAt)}</td>
                     <td>{key.state}</td>
                     <td>
                       {key.state === "revoked"
-                        ? `revoked ${formatTime(key.revokedAt)}`
+                        ? `revoked ${absolute(key.revokedAt)}`
                         : key.expiresAt
-                          ? formatTime(key.expiresAt)
+                          ? absolute(key.expiresAt)
                           : "—"}
                     </td>
                     <td>
                       {(key.state === "active" || key.state === "grace") && (
-                        <button
+                        <button className="btn"
                           aria-label={`Revoke key ${key.keyPrefix}`}
                           onClick={() =>
                             window.confirm(`Revoke ${key.keyPrefix}… now?`) && revoke.mutate({ keyId: key.id })
@@ -122,8 +122,8 @@ export default function ApiClientsPage() {
                   </tr>
                 ))}
               </tbody>
-            </table>
-            <button
+            </table></div>
+            <button className="btn"
               onClick={async () => {
                 const r = await rotate.mutateAsync({ clientId: client.id, graceHours: grace });
                 setSecret({ label: `New API key of ${client.name}`, value: r.apiKey });
@@ -131,7 +131,7 @@ export default function ApiClientsPage() {
             >
               Rotate key of {client.name}
             </button>{" "}
-            <button
+            <button className="btn"
               onClick={async () => {
                 const r = await issue.mutateAsync({ clientId: client.id });
                 setSecret({ label: `New API key of ${client.name}`, value: r.apiKey });

@@ -3,11 +3,11 @@
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "~/trpc/react";
-import { formatTime } from "../../_components/format";
+import { absolute } from "../../_components/format";
 
 type Filters = { action?: string; actor?: string; since?: Date };
 
-export default function AuditPage() {
+export function AuditLog() {
   const trpc = useTRPC();
   const actions = useQuery(trpc.audit.actions.queryOptions());
   const [filters, setFilters] = useState<Filters>({});
@@ -20,14 +20,14 @@ export default function AuditPage() {
 
   return (
     <>
-      <h1>Audit log</h1>
+      <h1 className="mb-2">Audit log</h1>
       <form
         className="filters"
         onSubmit={(e) => (e.preventDefault(), setFilters({ ...filters, actor: actorInput.trim() || undefined }))}
       >
-        <label>
+        <label className="field">
           Action{" "}
-          <select
+          <select className="input"
             value={filters.action ?? ""}
             onChange={(e) => setFilters({ ...filters, action: e.target.value || undefined })}
           >
@@ -37,13 +37,13 @@ export default function AuditPage() {
             ))}
           </select>
         </label>
-        <label>
+        <label className="field">
           Actor{" "}
-          <input value={actorInput} onChange={(e) => setActorInput(e.target.value)} placeholder="e-mail or cli:name" />
+          <input className="input" value={actorInput} onChange={(e) => setActorInput(e.target.value)} placeholder="e-mail or cli:name" />
         </label>
-        <label>
+        <label className="field">
           Since{" "}
-          <select
+          <select className="input"
             onChange={(e) =>
               setFilters({
                 ...filters,
@@ -57,14 +57,14 @@ export default function AuditPage() {
             <option value="168">last 7 days</option>
           </select>
         </label>
-        <button type="submit">Filter</button>
+        <button className="btn" type="submit">Filter</button>
       </form>
       {log.error && (
         <p role="alert" className="bad">
           {log.error.message}
         </p>
       )}
-      <table aria-label="Audit entries">
+      <div className="table-box"><table className="data-table" aria-label="Audit entries">
         <thead>
           <tr>
             <th>Time</th>
@@ -79,7 +79,7 @@ export default function AuditPage() {
         <tbody>
           {entries.map((e) => (
             <tr key={e.id}>
-              <td>{formatTime(e.createdAt)}</td>
+              <td>{absolute(e.createdAt)}</td>
               <td>{e.action}</td>
               <td>{e.actorLabel ?? e.actorType}</td>
               <td>{e.targetType ? `${e.targetType} ${e.targetId}` : "—"}</td>
@@ -91,10 +91,10 @@ export default function AuditPage() {
             </tr>
           ))}
         </tbody>
-      </table>
+      </table></div>
       {entries.length === 0 && log.isSuccess && <p className="muted">No entries match.</p>}
       {log.hasNextPage && (
-        <button onClick={() => log.fetchNextPage()} disabled={log.isFetchingNextPage}>
+        <button className="btn" onClick={() => log.fetchNextPage()} disabled={log.isFetchingNextPage}>
           Older entries
         </button>
       )}

@@ -3,12 +3,12 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
-import { formatTime } from "../../_components/format";
+import { absolute } from "../../_components/format";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
 
 type Role = "support" | "engineer";
 
-export default function StaffPage() {
+export function Staff() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const staff = useQuery(trpc.staff.list.queryOptions());
@@ -32,7 +32,7 @@ export default function StaffPage() {
 
   return (
     <>
-      <h1>Staff</h1>
+      <h1 className="mb-2">Staff</h1>
       {error && (
         <p role="alert" className="bad">
           {error.message}
@@ -40,31 +40,31 @@ export default function StaffPage() {
       )}
       {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
 
-      <section className="card">
+      <section className="card space-y-3">
         <h2>Add a staff member</h2>
-        <form onSubmit={onCreate} className="inline-form">
-          <label>
-            E-mail <input name="email" type="email" required maxLength={255} />
+        <form onSubmit={onCreate} className="flex flex-wrap items-end gap-3">
+          <label className="field">
+            E-mail <input className="input" name="email" type="email" required maxLength={255} />
           </label>
-          <label>
-            Name <input name="name" required maxLength={100} />
+          <label className="field">
+            Name <input className="input" name="name" required maxLength={100} />
           </label>
-          <label>
+          <label className="field">
             Role{" "}
-            <select name="role" aria-label="Role" defaultValue="support">
+            <select className="input" name="role" aria-label="Role" defaultValue="support">
               <option value="support">support</option>
               <option value="engineer">engineer</option>
             </select>
           </label>
-          <button type="submit" disabled={create.isPending}>
+          <button className="btn" type="submit" disabled={create.isPending}>
             Add staff member
           </button>
         </form>
         <p className="muted">They get a first password (shown once) and should change it under Account.</p>
       </section>
 
-      <section className="card">
-        <table>
+      <section className="card space-y-3">
+        <div className="table-box"><table className="data-table">
           <thead>
             <tr>
               <th>E-mail</th>
@@ -82,7 +82,7 @@ export default function StaffPage() {
                 <td>{u.email}</td>
                 <td>{u.name}</td>
                 <td>
-                  <select
+                  <select className="input"
                     aria-label={`Role of ${u.email}`}
                     value={u.role}
                     onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value as Role })}
@@ -94,7 +94,7 @@ export default function StaffPage() {
                 <td>
                   {u.twoFactor ? "on" : "off"}
                   {u.twoFactor && (
-                    <button
+                    <button className="btn"
                       aria-label={`Reset two-factor of ${u.email}`}
                       onClick={() => resetTwoFactor.mutate({ userId: u.id })}
                     >
@@ -103,9 +103,9 @@ export default function StaffPage() {
                   )}
                 </td>
                 <td>{u.activeSessions}</td>
-                <td>{u.disabledAt ? `disabled ${formatTime(u.disabledAt)}` : "active"}</td>
+                <td>{u.disabledAt ? `disabled ${absolute(u.disabledAt)}` : "active"}</td>
                 <td>
-                  <button
+                  <button className="btn"
                     aria-label={`${u.disabledAt ? "Enable" : "Disable"} ${u.email}`}
                     onClick={() => setDisabled.mutate({ userId: u.id, disabled: !u.disabledAt })}
                   >
@@ -115,7 +115,7 @@ export default function StaffPage() {
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></div>
         <p className="muted">
           Changing a role, disabling or resetting two-factor ends that person&apos;s sessions at once.
         </p>
