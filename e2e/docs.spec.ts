@@ -13,6 +13,11 @@ test("/docs renders the API reference with every error code and what to do, load
   page.on("requestfinished", (r) => {
     if (new URL(r.url()).origin !== new URL(baseURL!).origin) foreign.push(r.url());
   });
+  // Redoc's styles run under the page CSP: its <style> elements carry the nonce, its attributes are allowed here.
+  const refusedStyles: string[] = [];
+  page.on("console", (msg) => {
+    if (/Content Security Policy/i.test(msg.text()) && /style/i.test(msg.text())) refusedStyles.push(msg.text());
+  });
 
   await page.goto("/docs");
   await expect(page.getByRole("heading", { name: "Create a charge" })).toBeVisible();
@@ -25,6 +30,7 @@ test("/docs renders the API reference with every error code and what to do, load
   await page.screenshot({ path: "e2e/artifacts/docs.png" });
   await page.waitForLoadState("networkidle");
   expect(foreign, "requests to other origins").toEqual([]);
+  expect(refusedStyles, "styles the CSP refused").toEqual([]);
 });
 
 test("an error's doc_url opens its entry on /docs", async ({ page, request }) => {

@@ -54,9 +54,10 @@ try {
   // The end of the run: no more faults. Let the last leases end, then finish everything left.
   await stack.stopSweeper();
   const { runSweep } = await import("~/server/sweep/runSweep");
-  const { db, disconnectDatabase } = await import("~/server/db");
+  const { disconnectDatabase } = await import("~/server/db");
+  const { recordsInProgress } = await import("~/server/idempotency");
   await new Promise((r) => setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500));
-  for (let round = 0; round < 5 && (await db.idempotentRequest.count({ where: { state: "in_progress" } })) > 0; round++) {
+  for (let round = 0; round < 5 && (await recordsInProgress()).length > 0; round++) {
     await runSweep({ reapAfterMs: 0, reconcile: false });
   }
   const { verifyRun } = await import("./lib/faults/verify");

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
 import { chargeBody, closeConnections, db, postCharge, uniqueKey } from "./helpers";
@@ -15,7 +16,7 @@ const tryKey = (apiKey: string) =>
   postCharge({ apiKey, key: uniqueKey("access"), body: { amount_cents: -1 } }).then((r) => r.status);
 
 function cli(script: "clients" | "staff", args: string[], input?: string) {
-  const run = spawnSync("node_modules/.bin/tsx", [`scripts/${script}.ts`, ...args], {
+  const run = spawnSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, `scripts/${script}.ts`, ...args], {
     env: process.env,
     encoding: "utf8",
     input,

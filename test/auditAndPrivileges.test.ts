@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 import { after, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
@@ -105,7 +106,7 @@ describe("least privilege", () => {
   test("demo staff are never seeded with NODE_ENV=production", () => {
     const before = spawnSync(
       "node_modules/.bin/tsx",
-      ["-e", "import('./scripts/lib/seed.ts').then((m) => m.seedDemo())"],
+      [...SERVER_CODE_FLAGS, "-e", "import('./scripts/lib/seed.ts').then((m) => m.seedDemo())"],
       {
         env: { ...process.env, NODE_ENV: "production" },
         encoding: "utf8",

@@ -5,6 +5,7 @@ import "./globals.css";
 export const metadata = {
   title: { template: "%s · Charges", default: "Charges" },
   description: "Idempotent payments API",
+  icons: { icon: "/favicon.svg" },
 };
 
 export default async function RootLayout({ children }: { children: ReactNode }) {

@@ -9,11 +9,12 @@ import { RedocStandalone } from "redoc";
  */
 const systemFonts = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 
-export function ApiReference({ spec }: { spec: object }) {
+export function ApiReference({ spec, nonce }: { spec: object; nonce?: string }) {
   return (
     <RedocStandalone
       spec={spec}
       options={{
+        nonce,
         disableSearch: true,
         hideDownloadButtons: false,
         downloadUrls: [{ title: "OpenAPI document", url: "/api/openapi.json" }],

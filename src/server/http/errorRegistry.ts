@@ -112,7 +112,8 @@ export const API_ERRORS = {
     status: 429,
     title: "Too many attempts",
     message: "Too many failed attempts; try again later.",
-    action: "retry",
+    // Not "retry": resending at once changes nothing, and the wait (Retry-After) differs per answer.
+    action: "fix",
     advice: "Staff sign-in only: wait `Retry-After` seconds; failures are counted per account and per address.",
   },
   method_not_allowed: {

@@ -4,11 +4,17 @@
  * (next.config.mjs). Scripts run only from this origin with the nonce Next.js
  * puts on its own tags; nothing may frame the pages.
  */
-export function pageCsp(nonce: string, { https, styleAttributes = false }: { https: boolean; styleAttributes?: boolean }): string {
+export function pageCsp(
+  nonce: string,
+  { https, inlineStyles = false, styleAttributes = false }: { https: boolean; inlineStyles?: boolean; styleAttributes?: boolean },
+): string {
   return [
     "default-src 'self'",
     `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'`,
-    `style-src 'self' 'nonce-${nonce}'`,
+    // Inline styles only where a page's library cannot carry the nonce: the API reference (Redoc's bundle
+    // injects its CSS when it loads, before it is given the nonce). Scripts keep the nonce everywhere. A nonce
+    // would switch 'unsafe-inline' off, so there it is one or the other.
+    inlineStyles ? "style-src 'self' 'unsafe-inline'" : `style-src 'self' 'nonce-${nonce}'`,
     // The dashboard's charts and popovers (Recharts, Radix) set style="" attributes, which the server renders
     // into the HTML. Allowed for attributes only, on /admin only: <style> elements and stylesheets still need
     // this origin or the nonce, and scripts are untouched. See README, Security.

@@ -274,10 +274,23 @@ const COLUMNS = [
 ] as const;
 
 /** The columns decodeRecord reads, for raw SQL over idempotent_requests (aliased `alias` if given). */
-export const recordColumns = (alias?: string) =>
+const recordColumns = (alias?: string) =>
   COLUMNS.map(([column, name]) => `${alias ? `${alias}.` : ""}${column}${column === name ? "" : ` AS ${name}`}`).join(", ");
 
 const SQL_COLUMNS = recordColumns();
+
+/**
+ * The ledger check "every stored 201 names its own charge": the ids of complete
+ * records of `route` answered 201 since `since` whose body names no charge of theirs.
+ */
+export function answersWithoutTheirChargeStatement(route: string, since: Date): Statement {
+  return {
+    sql: `SELECT r.id FROM idempotent_requests r LEFT JOIN charges c ON c.idempotent_request_id = r.id
+           WHERE r.route = ? AND r.state = 'complete' AND r.response_status = 201 AND r.updated_at >= ?
+             AND (c.id IS NULL OR c.id <> JSON_UNQUOTE(JSON_EXTRACT(r.response_body, '$.id')))`,
+    values: [route, since],
+  };
+}
 
 /** Prisma filters for the lists of the dashboard, by phase (lease_expired is part of "in progress"). */
 export const phaseWhere = {
@@ -292,11 +305,11 @@ export const phaseWhere = {
 export type PhaseFilter = PhaseDisplayKey | "in_progress" | "complete";
 
 /**
- * The records of a phase as an SQL condition on the columns of idempotent_requests
- * (unqualified), with the index that finds them when they are few (the phases
- * records pass through) or null when they are most of the table (walk by time).
+ * The records of a phase as an SQL condition, with the index that finds them
+ * when they are few (the phases a record only passes through) or null when they
+ * are most of the table (walk by time).
  */
-export function phaseCondition(filter: PhaseFilter, now: Date): { sql: string; values: unknown[]; index: string | null } {
+function phaseCondition(filter: PhaseFilter, now: Date): { sql: string; values: unknown[]; index: string | null } {
   const inProgress = "idempotent_requests_sweep_idx";
   switch (filter) {
     case "in_progress":
@@ -315,6 +328,94 @@ export function phaseCondition(filter: PhaseFilter, now: Date): { sql: string; v
     case "abandoned":
       return { sql: "state = 'complete' AND finished_by = ?", values: [filter], index: "idempotent_requests_finished_idx" };
   }
+}
+
+/** The dashboard's filters over records (src/server/requests/log.ts). Stored statuses are 201, 402 and 500. */
+export type RecordFilter = {
+  phase?: PhaseFilter;
+  status?: "201" | "402" | "500" | "none";
+  route?: string;
+  apiClientId?: number;
+  customerId?: string;
+  since?: Date;
+  until?: Date;
+};
+
+/**
+ * The filters' conditions and the indexes that can find their rows. Each index
+ * starts with its filter's column and ends with created_at (InnoDB appends the
+ * id), so a page is read in order and stops after `limit` rows. USE INDEX lists
+ * the candidates so the optimiser picks the most selective filter by its
+ * estimates, instead of walking the whole table by time; with no selective
+ * filter, the walk by time is the plan (the route is never selective).
+ */
+function recordFilterSql(f: RecordFilter, now: Date): { where: string; values: unknown[]; indexes: string } {
+  const parts: { sql: string; values: unknown[] }[] = [];
+  const indexes: string[] = [];
+  if (f.phase) {
+    const phase = phaseCondition(f.phase, now);
+    parts.push(phase);
+    if (phase.index) indexes.push(phase.index);
+  }
+  if (f.status) {
+    parts.push(f.status === "none" ? { sql: "response_status IS NULL", values: [] } : { sql: "response_status = ?", values: [Number(f.status)] });
+    indexes.push("idempotent_requests_status_idx");
+  }
+  if (f.route) parts.push({ sql: "route = ?", values: [f.route] });
+  if (f.apiClientId) {
+    parts.push({ sql: "api_client_id = ?", values: [f.apiClientId] });
+    indexes.push("idempotent_requests_client_created_idx");
+  }
+  if (f.customerId) {
+    parts.push({ sql: "customer_id = ?", values: [f.customerId] });
+    indexes.push("idempotent_requests_customer_idx");
+  }
+  if (f.since) parts.push({ sql: "created_at >= ?", values: [f.since] });
+  if (f.until) parts.push({ sql: "created_at <= ?", values: [f.until] });
+  if (indexes.length === 0) indexes.push("idempotent_requests_created_idx");
+  return {
+    where: parts.length ? `WHERE ${parts.map((p) => `(${p.sql})`).join(" AND ")}` : "",
+    values: parts.flatMap((p) => p.values),
+    indexes: indexes.join(", "),
+  };
+}
+
+/** A page of records, newest first by (created_at, id), after `before` (the last row of the previous page). */
+export function recordListStatement(
+  f: RecordFilter,
+  page: { before?: { createdAt: Date; id: bigint } | null; limit: number },
+  now: Date,
+): Statement {
+  const { where, values, indexes } = recordFilterSql(f, now);
+  const after = page.before
+    ? { sql: `${where ? " AND" : "WHERE"} (created_at < ? OR (created_at = ? AND id < ?))`, values: [page.before.createdAt, page.before.createdAt, page.before.id] }
+    : { sql: "", values: [] };
+  return {
+    sql: `SELECT ${SQL_COLUMNS}, customer_id AS customerId FROM idempotent_requests USE INDEX (${indexes})
+           ${where}${after.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    values: [...values, ...after.values, page.limit],
+  };
+}
+
+/** How many records match, counting at most `cap` + 1 of them (never a COUNT(*) over the whole table). */
+export function recordCountStatement(f: RecordFilter, cap: number, now: Date): Statement {
+  const { where, values, indexes } = recordFilterSql(f, now);
+  return {
+    sql: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM idempotent_requests USE INDEX (${indexes}) ${where} LIMIT ?) AS page`,
+    values: [...values, cap + 1],
+  };
+}
+
+/** Records whose key starts with `prefix`, in key order along the unique index (stops after `limit`). */
+export function keyPrefixStatement(prefix: string, limit: number): Statement {
+  const low = Buffer.from(prefix, "latin1");
+  const high = Buffer.from(low);
+  high[high.length - 1] = high[high.length - 1]! + 1; // printable ASCII: never past 0x7f
+  return {
+    sql: `SELECT ${SQL_COLUMNS}, customer_id AS customerId FROM idempotent_requests
+           WHERE idempotency_key >= ? AND idempotency_key < ? ORDER BY idempotency_key, route LIMIT ?`,
+    values: [low, high, limit],
+  };
 }
 
 /** The display of each phase (and of each way a record completes), for people. */

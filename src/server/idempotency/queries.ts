@@ -1,4 +1,8 @@
-import { isExpired, type IdempotencyRecord } from "./lifecycle";
+import { db } from "~/server/db";
+import {
+  answersWithoutTheirChargeStatement, decodeRecord, isExpired, keyPrefixStatement, phaseWhere, recordCountStatement,
+  recordListStatement, type IdempotencyRecord, type RecordFilter, type RecordRow,
+} from "./lifecycle";
 import * as records from "./records";
 import type { StoredResponse } from "./types";
 
@@ -26,4 +30,55 @@ export async function findOperation(claim: { idempotencyKey: string; route: stri
   return record.phase.name === "complete"
     ? { kind: "complete", response: record.phase.response }
     : { kind: "in_progress", since: record.createdAt };
+}
+
+/** Complete records of `route` answered 201 since `since` whose answer names no charge of theirs (ids). */
+export async function answersWithoutTheirCharge(route: string, since: Date): Promise<bigint[]> {
+  const { sql, values } = answersWithoutTheirChargeStatement(route, since);
+  return (await db.$queryRawUnsafe<{ id: bigint }[]>(sql, ...values)).map((r) => r.id);
+}
+
+/** Records of `route` (every route when omitted) still in progress: at most `limit` ids. */
+export async function recordsInProgress(route?: string, limit = 1000): Promise<bigint[]> {
+  const rows = await db.idempotentRequest.findMany({
+    where: { ...phaseWhere.in_progress, ...(route ? { route } : {}) },
+    select: { id: true },
+    take: limit,
+  });
+  return rows.map((r) => r.id);
+}
+
+/** How many records are in progress (the dashboard's sweep status). */
+export function countInProgress(): Promise<number> {
+  return db.idempotentRequest.count({ where: phaseWhere.in_progress });
+}
+
+/** A record as the dashboard lists it: decoded, with the customer its request named. */
+export type ListedRecord = IdempotencyRecord & { customerId: string | null };
+
+type ListedRow = RecordRow & { customerId: string | null };
+const listed = (rows: ListedRow[], now: Date): ListedRecord[] =>
+  rows.map((row) => ({ ...decodeRecord({ ...row, attempt: Number(row.attempt) }, now), customerId: row.customerId }));
+
+/** The dashboard's request log: a page of records, newest first (see lifecycle.recordListStatement). */
+export async function listRecords(
+  filter: RecordFilter,
+  page: { before?: { createdAt: Date; id: bigint } | null; limit: number },
+  now = new Date(),
+): Promise<ListedRecord[]> {
+  const { sql, values } = recordListStatement(filter, page, now);
+  return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
+}
+
+/** How many records match the filter, up to `cap` + 1. */
+export async function countRecords(filter: RecordFilter, cap: number, now = new Date()): Promise<number> {
+  const { sql, values } = recordCountStatement(filter, cap, now);
+  const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(sql, ...values);
+  return Number(row?.n ?? 0);
+}
+
+/** Records whose key starts with `prefix`, in key order. */
+export async function recordsWithKeyPrefix(prefix: string, limit: number, now = new Date()): Promise<ListedRecord[]> {
+  const { sql, values } = keyPrefixStatement(prefix, limit);
+  return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
 }

@@ -8,7 +8,7 @@
  * 1 and 2 are what the reconciliation finds; 3 and 4 are read from the tables.
  */
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
-import { db } from "~/server/db";
+import { answersWithoutTheirCharge, recordsInProgress } from "~/server/idempotency";
 import { reconcileLedger, type Finding } from "./reconcile";
 
 export type InvariantReport = {
@@ -25,25 +25,15 @@ export type InvariantReport = {
 
 export async function checkLedgerInvariants({ since, until = new Date() }: { since: Date; until?: Date }): Promise<InvariantReport> {
   const reconciliation = await reconcileLedger({ since, until });
-  const answersWithoutCharge = await db.$queryRawUnsafe<{ id: bigint }[]>(
-    `SELECT r.id FROM idempotent_requests r LEFT JOIN charges c ON c.idempotent_request_id = r.id
-      WHERE r.route = ? AND r.state = 'complete' AND r.response_status = 201 AND r.updated_at >= ?
-        AND (c.id IS NULL OR c.id <> JSON_UNQUOTE(JSON_EXTRACT(r.response_body, '$.id')))`,
-    CHARGES_ROUTE,
-    since,
-  );
-  const inProgress = await db.idempotentRequest.findMany({
-    where: { route: CHARGES_ROUTE, state: "in_progress" },
-    select: { id: true },
-    take: 1000,
-  });
+  const answersWithoutCharge = await answersWithoutTheirCharge(CHARGES_ROUTE, since);
+  const inProgress = await recordsInProgress(CHARGES_ROUTE);
   const report = {
     findings: reconciliation.findings,
     repaired: reconciliation.repaired,
     gatewayCharges: reconciliation.gatewayCharges,
     appCharges: reconciliation.appCharges,
-    answersWithoutCharge: answersWithoutCharge.map((r) => String(r.id)),
-    inProgress: inProgress.map((r) => String(r.id)),
+    answersWithoutCharge: answersWithoutCharge.map(String),
+    inProgress: inProgress.map(String),
   };
   return {
     ...report,

@@ -4,31 +4,16 @@
  * costs what a full id does (it stops after a few rows).
  */
 import { db } from "~/server/db";
-import { keyToBytes, recordColumns, type RecordRow } from "~/server/idempotency";
+import { recordsWithKeyPrefix } from "~/server/idempotency";
 import { summarise } from "./log";
 import { likePrefix } from "./sql";
 
 const PER_KIND = 10;
 
-/** [prefix, the first string after every string with that prefix) as bytes. */
-function byteRange(prefix: string): [Buffer, Buffer] {
-  const low = Buffer.from(keyToBytes(prefix));
-  const high = Buffer.from(low);
-  high[high.length - 1] = high[high.length - 1]! + 1; // printable ASCII: never past 0x7f
-  return [low, high];
-}
-
 export async function searchByPrefix(prefix: string) {
-  const [low, high] = byteRange(prefix);
   const now = new Date();
   const [records, charges, customers] = await Promise.all([
-    db.$queryRawUnsafe<(RecordRow & { customerId: string | null })[]>(
-      `SELECT ${recordColumns()}, customer_id AS customerId FROM idempotent_requests
-        WHERE idempotency_key >= ? AND idempotency_key < ? ORDER BY idempotency_key, route LIMIT ?`,
-      low,
-      high,
-      PER_KIND + 1,
-    ),
+    recordsWithKeyPrefix(prefix, PER_KIND + 1, now),
     db.$queryRawUnsafe<{ id: string; customerId: string | null; amountCents: number; currency: string; status: string; createdAt: Date }[]>(
       `SELECT id, customer_id AS customerId, amount_cents AS amountCents, currency, status, created_at AS createdAt
          FROM charges WHERE id LIKE ? ORDER BY id LIMIT ?`,
