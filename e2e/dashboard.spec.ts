@@ -17,7 +17,12 @@ const apiKey = process.env.TEST_API_KEY!;
 function charge(request: APIRequestContext, opts: { key?: string; card?: string; amount?: number; customer?: string }) {
   return request.post("/api/charges", {
     headers: { Authorization: `Bearer ${apiKey}`, ...(opts.key ? { "Idempotency-Key": opts.key } : {}) },
-    data: { amount_cents: opts.amount ?? 2500, currency: "usd", card_token: opts.card ?? "tok_visa", customer_id: opts.customer ?? "cus_e2e" },
+    data: {
+      amount_cents: opts.amount ?? 2500,
+      currency: "usd",
+      card_token: opts.card ?? "tok_visa",
+      customer_id: opts.customer ?? "cus_e2e",
+    },
   });
 }
 
@@ -83,7 +88,13 @@ test("support finds a customer's charges and spots a duplicate", async ({ page, 
   await expect(page.getByTestId("customer-summary")).toContainText("2 possible duplicates");
   await expect(table).toContainText("keyless");
 
-  await table.getByRole("row").filter({ has: page.getByTestId("duplicate-flag") }).first().getByRole("link", { name: /^ch_/ }).first().click();
+  await table
+    .getByRole("row")
+    .filter({ has: page.getByTestId("duplicate-flag") })
+    .first()
+    .getByRole("link", { name: /^ch_/ })
+    .first()
+    .click();
   await expect(page.getByTestId("duplicate-warning")).toBeVisible();
   await expect(page.getByTestId("charge-detail")).toContainText("31.00 USD");
 
@@ -144,7 +155,10 @@ test("support shares a filtered log link, and the link shows the same", async ({
   await other.close();
 });
 
-test("a failed query is an error with a retry, not an empty list; an ended session goes to sign-in and back", async ({ page, context }) => {
+test("a failed query is an error with a retry, not an empty list; an ended session goes to sign-in and back", async ({
+  page,
+  context,
+}) => {
   await login(page, "support");
   await page.route("**/api/trpc/requests.list**", (route) => route.fulfill({ status: 500, body: "{}" }));
   await page.goto("/admin?phase=held");
@@ -196,19 +210,27 @@ test("an engineer enforces one client with a reason, then the global mode", asyn
   await dialog.getByLabel(/Reason/).fill("Demo client sends keys now");
   await dialog.getByRole("button", { name: "Require the header" }).click();
   await expect(dialog).toHaveCount(0);
-  await expect(page.getByRole("table", { name: /Requests in the last 24 h/ })).toContainText("required for this client");
+  await expect(page.getByRole("table", { name: /Requests in the last 24 h/ })).toContainText(
+    "required for this client",
+  );
   expect((await charge(request, {})).status()).toBe(400);
   expect((await charge(request, { key: randomUUID() })).status()).toBe(201);
   await expect(page.getByTestId("audit-log")).toContainText("Demo client sends keys now");
   await page.getByRole("button", { name: "Follow the global mode for Demo client" }).click();
-  await page.getByRole("dialog").getByLabel(/Reason/).fill("back to the global mode for the next step");
+  await page
+    .getByRole("dialog")
+    .getByLabel(/Reason/)
+    .fill("back to the global mode for the next step");
   await page.getByRole("dialog").getByRole("button", { name: "Follow the global mode" }).click();
   await expect(page.getByRole("dialog")).toHaveCount(0);
   expect((await charge(request, {})).status()).toBe(201);
 
   await page.getByRole("button", { name: "Switch to required" }).click();
   await expect(page.getByRole("dialog").getByTestId("switch-impact")).toContainText("Demo client");
-  await page.getByRole("dialog").getByLabel(/Reason/).fill("every client sends keys");
+  await page
+    .getByRole("dialog")
+    .getByLabel(/Reason/)
+    .fill("every client sends keys");
   await page.getByRole("dialog").getByRole("button", { name: "Switch to required" }).click();
   await expect(page.getByTestId("current-mode")).toHaveText("required");
   await expect(page.getByTestId("safe-to-enforce")).toContainText("Enforced for every client");
@@ -218,14 +240,20 @@ test("an engineer enforces one client with a reason, then the global mode", asyn
   expect((await keyless.json()).error.code).toBe("idempotency_key_required");
 
   await page.getByRole("button", { name: "Switch to optional" }).click();
-  await page.getByRole("dialog").getByLabel(/Reason/).fill("end of the test");
+  await page
+    .getByRole("dialog")
+    .getByLabel(/Reason/)
+    .fill("end of the test");
   await page.getByRole("dialog").getByRole("button", { name: "Switch to optional" }).click();
   await expect(page.getByTestId("current-mode")).toHaveText("optional");
   expect((await charge(request, {})).status()).toBe(201);
   expect(violations).toEqual([]);
 });
 
-test("every page: no serious accessibility violation, no sideways scroll at 390 px, screenshots at 1440 and 390 px", async ({ page, request }) => {
+test("every page: no serious accessibility violation, no sideways scroll at 390 px, screenshots at 1440 and 390 px", async ({
+  page,
+  request,
+}) => {
   test.setTimeout(240_000);
   const violations = watchCsp(page);
   const created = await charge(request, { key: `e2e-pages-${run}`, customer });
@@ -233,7 +261,10 @@ test("every page: no serious accessibility violation, no sideways scroll at 390 
   await login(page, "engineer");
   await page.getByLabel(/Search by the start/).fill(`e2e-pages-${run}`);
   await page.getByRole("button", { name: "Search", exact: true }).click();
-  await page.getByTestId("search-results").getByRole("link", { name: `e2e-pages-${run}` }).click();
+  await page
+    .getByTestId("search-results")
+    .getByRole("link", { name: `e2e-pages-${run}` })
+    .click();
   await page.waitForURL(/\/admin\/requests\/\d+$/);
   const requestPath = new URL(page.url()).pathname;
   const pages: [string, string, string][] = [
@@ -262,7 +293,10 @@ test("every page: no serious accessibility violation, no sideways scroll at 390 
         titles.add(await page.title());
         const axe = await new AxeBuilder({ page }).analyze();
         const serious = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-        expect(serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`), `${name}: axe`).toEqual([]);
+        expect(
+          serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+          `${name}: axe`,
+        ).toEqual([]);
       } else {
         const wide = await page.evaluate(() => document.documentElement.scrollWidth);
         expect(wide, `${name} is ${wide} px wide on a 390 px phone`).toBeLessThanOrEqual(390);

@@ -12,7 +12,11 @@ export function proxy(request: NextRequest) {
   const path = request.nextUrl.pathname;
   // /docs renders Redoc, whose bundled CSS cannot carry the nonce; the dashboard's charts and popovers set
   // style attributes (see pageCsp).
-  const csp = pageCsp(nonce, { https, inlineStyles: path.startsWith("/docs"), styleAttributes: path.startsWith("/admin") });
+  const csp = pageCsp(nonce, {
+    https,
+    inlineStyles: path.startsWith("/docs"),
+    styleAttributes: path.startsWith("/admin"),
+  });
   const headers = new Headers(request.headers);
   headers.set("x-nonce", nonce);
   // The page asked for, so that a signed-out visitor comes back to it after signing in.

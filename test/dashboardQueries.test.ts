@@ -75,7 +75,9 @@ async function removeSeeded() {
 }
 
 async function staff(role: "support" | "engineer"): Promise<SessionUser> {
-  const u = await db.staffUser.create({ data: { email: `${role}-explain-${run}@example.com`, name: `E ${role}`, role, passwordHash: "x" } });
+  const u = await db.staffUser.create({
+    data: { email: `${role}-explain-${run}@example.com`, name: `E ${role}`, role, passwordHash: "x" },
+  });
   return { id: u.id, email: u.email, name: u.name, role: u.role };
 }
 
@@ -111,7 +113,8 @@ async function captured(procedure: string, work: () => Promise<unknown>): Promis
   return seen;
 }
 
-const SCANNED = /\b(idempotent_requests|charges)\b(?:\s+(?:AS\s+)?(?!WHERE|USE|FORCE|ON|JOIN|LIMIT|ORDER|GROUP)(\w+))?/gi;
+const SCANNED =
+  /\b(idempotent_requests|charges)\b(?:\s+(?:AS\s+)?(?!WHERE|USE|FORCE|ON|JOIN|LIMIT|ORDER|GROUP)(\w+))?/gi;
 
 describe("the dashboard's queries at a realistic size", () => {
   test("EXPLAIN: no dashboard query reads idempotent_requests or charges by a full scan", async () => {
@@ -131,9 +134,12 @@ describe("the dashboard's queries at a realistic size", () => {
     const calls: [string, () => Promise<unknown>][] = [
       ["requests.list", () => s.requests.list({ limit: 25 })],
       ["requests.list deep", () => s.requests.list({ limit: 25, cursor: deep })],
-      ...(["in_progress", "held", "lease_expired", "released", "complete", "request", "reconciled", "abandoned"] as const).map(
-        (phase): [string, () => Promise<unknown>] => [`requests.list phase=${phase}`, () => s.requests.list({ phase })],
-      ),
+      ...(
+        ["in_progress", "held", "lease_expired", "released", "complete", "request", "reconciled", "abandoned"] as const
+      ).map((phase): [string, () => Promise<unknown>] => [
+        `requests.list phase=${phase}`,
+        () => s.requests.list({ phase }),
+      ]),
       ...(["201", "402", "500", "none"] as const).map((status): [string, () => Promise<unknown>] => [
         `requests.list status=${status}`,
         () => s.requests.list({ status }),
@@ -142,8 +148,14 @@ describe("the dashboard's queries at a realistic size", () => {
       ["requests.list client", () => s.requests.list({ apiClientId: clientId })],
       ["requests.list customer", () => s.requests.list({ customerId: customer })],
       ["requests.list since", () => s.requests.list({ since })],
-      ["requests.list combined", () => s.requests.list({ apiClientId: clientId, status: "402", since, route: "POST /api/charges" })],
-      ["requests.list combined phase", () => s.requests.list({ apiClientId: clientId, phase: "abandoned", customerId: customer })],
+      [
+        "requests.list combined",
+        () => s.requests.list({ apiClientId: clientId, status: "402", since, route: "POST /api/charges" }),
+      ],
+      [
+        "requests.list combined phase",
+        () => s.requests.list({ apiClientId: clientId, phase: "abandoned", customerId: customer }),
+      ],
       ["requests.list combined deep", () => s.requests.list({ apiClientId: clientId, phase: "request", cursor: deep })],
       ["requests.count", () => s.requests.count({})],
       ["requests.count combined", () => s.requests.count({ apiClientId: clientId, status: "201", since })],
@@ -156,10 +168,13 @@ describe("the dashboard's queries at a realistic size", () => {
       ["requests.reuseCounts", () => s.requests.reuseCounts()],
       ["requests.filterOptions", () => s.requests.filterOptions()],
       ["customers.charges", () => s.customers.charges({ customerId: customer })],
-      ["customers.charges deep", async () => {
-        const page = await s.customers.charges({ customerId: customer, limit: 10 });
-        return s.customers.charges({ customerId: customer, limit: 10, cursor: page.nextCursor });
-      }],
+      [
+        "customers.charges deep",
+        async () => {
+          const page = await s.customers.charges({ customerId: customer, limit: 10 });
+          return s.customers.charges({ customerId: customer, limit: 10, cursor: page.nextCursor });
+        },
+      ],
       ["customers.charge", () => s.customers.charge({ id: someCharge })],
       ["customers.duplicates", () => s.customers.duplicates({})],
       ["rollout.status", () => s.rollout.status()],
@@ -184,7 +199,11 @@ describe("the dashboard's queries at a realistic size", () => {
         if (m[2]) names.add(m[2].toLowerCase());
       }
       if (names.size === 0) continue;
-      const plan = (await database.pool.query(`EXPLAIN ${st.sql}`, st.values)) as { table: string | null; type: string; key: string | null }[];
+      const plan = (await database.pool.query(`EXPLAIN ${st.sql}`, st.values)) as {
+        table: string | null;
+        type: string;
+        key: string | null;
+      }[];
       checked.push(st.procedure);
       for (const row of plan) {
         if (row.table && names.has(row.table.replace(/`/g, "").toLowerCase()) && row.type === "ALL") {

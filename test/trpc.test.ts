@@ -17,7 +17,9 @@ let engineer: SessionUser;
 let client: { id: number; apiKey: string };
 
 async function staff(role: "support" | "engineer"): Promise<SessionUser> {
-  const u = await db.staffUser.create({ data: { email: `${role}-${uniqueKey()}@example.com`, name: `T ${role}`, role, passwordHash: "x" } });
+  const u = await db.staffUser.create({
+    data: { email: `${role}-${uniqueKey()}@example.com`, name: `T ${role}`, role, passwordHash: "x" },
+  });
   return { id: u.id, email: u.email, name: u.name, role: u.role };
 }
 
@@ -56,7 +58,10 @@ describe("tRPC procedures", () => {
 
   test("support reads but cannot switch (FORBIDDEN); an engineer switches with a reason, audited; the same mode again is refused", async () => {
     await rejectsWith(as(support).rollout.setMode({ mode: "required", reason: "support tries" }), "FORBIDDEN");
-    await rejectsWith(as(support).rollout.setClientRequired({ clientId: client.id, required: true, reason: "support tries" }), "FORBIDDEN");
+    await rejectsWith(
+      as(support).rollout.setClientRequired({ clientId: client.id, required: true, reason: "support tries" }),
+      "FORBIDDEN",
+    );
     await rejectsWith(as(engineer).rollout.setMode({ mode: "required", reason: "" }), "BAD_REQUEST");
     const entry = await as(engineer).rollout.setMode({ mode: "required", reason: "keyless traffic is zero" });
     assert.deepEqual(entry, { fromMode: "optional", toMode: "required" });
@@ -73,7 +78,8 @@ describe("tRPC procedures", () => {
   test("request log: filters by client, phase, status and customer, pages by cursor, counts", async () => {
     const mine = await newApiClient("trpc-log");
     const customer = `cus_${uniqueKey().slice(4, 20)}`;
-    for (let i = 0; i < 3; i++) await postCharge({ apiKey: mine.apiKey, key: uniqueKey("log"), body: chargeBody({ customer_id: customer }) });
+    for (let i = 0; i < 3; i++)
+      await postCharge({ apiKey: mine.apiKey, key: uniqueKey("log"), body: chargeBody({ customer_id: customer }) });
     await postCharge({ apiKey: mine.apiKey, key: uniqueKey("log"), body: chargeBody({ card_token: "tok_declined" }) });
     const s = as(support);
     const first = await s.requests.list({ apiClientId: mine.id, limit: 2 });
@@ -93,7 +99,10 @@ describe("tRPC procedures", () => {
     assert.equal(complete.items.length, 4);
     assert.equal(complete.items[0]!.phase.label, "Complete", "worded by the lifecycle module");
     assert.equal((await s.requests.list({ apiClientId: mine.id, phase: "in_progress" })).items.length, 0);
-    assert.equal((await s.requests.list({ apiClientId: mine.id, since: new Date(Date.now() + 3_600_000) })).items.length, 0);
+    assert.equal(
+      (await s.requests.list({ apiClientId: mine.id, since: new Date(Date.now() + 3_600_000) })).items.length,
+      0,
+    );
   });
 
   test("prefix search finds keys, charge ids and customers", async () => {
@@ -103,8 +112,12 @@ describe("tRPC procedures", () => {
     const s = as(support);
     assert.ok((await s.requests.search({ prefix: key.slice(0, 12) })).requests.some((r) => r.idempotencyKey === key));
     assert.ok((await s.requests.search({ prefix: key })).requests.some((r) => r.idempotencyKey === key));
-    assert.ok((await s.requests.search({ prefix: res.json.id.slice(0, 12) })).charges.some((c) => c.id === res.json.id));
-    assert.ok((await s.requests.search({ prefix: body.customer_id.slice(0, 10) })).customers.includes(body.customer_id));
+    assert.ok(
+      (await s.requests.search({ prefix: res.json.id.slice(0, 12) })).charges.some((c) => c.id === res.json.id),
+    );
+    assert.ok(
+      (await s.requests.search({ prefix: body.customer_id.slice(0, 10) })).customers.includes(body.customer_id),
+    );
   });
 
   test("request page: what was asked (no card token), the answer, and the key's timeline", async () => {
@@ -138,13 +151,19 @@ describe("tRPC procedures", () => {
     const body = chargeBody();
     await postCharge({ apiKey: client.apiKey, key, body });
     assert.equal((await postCharge({ apiKey: client.apiKey, key, body: { ...body, amount_cents: 5 } })).status, 422);
-    assert.equal((await postCharge({ apiKey: client.apiKey, key, body: { ...body, card_token: "tok_mastercard" } })).status, 422);
+    assert.equal(
+      (await postCharge({ apiKey: client.apiKey, key, body: { ...body, card_token: "tok_mastercard" } })).status,
+      422,
+    );
     const other = await newApiClient("trpc-other");
     assert.equal((await postCharge({ apiKey: other.apiKey, key, body: { ...body, amount_cents: 7777 } })).status, 422);
     const record = (await recordOf(key))!;
     const detail = await as(support).requests.byId({ id: String(record.id) });
     const [cross, token, amount] = detail.reuses;
-    assert.deepEqual(amount!.diff, { differences: [{ field: "amount_cents", stored: 1999, attempted: 5 }], cardToken: "not_compared" });
+    assert.deepEqual(amount!.diff, {
+      differences: [{ field: "amount_cents", stored: 1999, attempted: 5 }],
+      cardToken: "not_compared",
+    });
     assert.deepEqual(token!.diff, { differences: [], cardToken: "differed" });
     assert.equal(cross!.otherClient?.id, other.id);
     assert.equal(cross!.diff, null);
@@ -169,7 +188,10 @@ describe("tRPC procedures", () => {
     const view = await s.customers.charges({ customerId: body.customer_id });
     assert.equal(view.charges.length, 3);
     assert.deepEqual(view.total, { count: 3, capped: false });
-    const flagged = view.charges.filter((c) => c.possibleDuplicateOf).map((c) => c.id).sort();
+    const flagged = view.charges
+      .filter((c) => c.possibleDuplicateOf)
+      .map((c) => c.id)
+      .sort();
     assert.deepEqual(flagged, [keyless.json.id, retried.json.id].sort());
     const page = await s.customers.charge({ id: keyless.json.id });
     assert.equal(page.request?.idempotencyKey, null, "a keyless charge has its record too");
@@ -186,11 +208,21 @@ describe("tRPC procedures", () => {
     const lax = await newApiClient("trpc-lax");
     await postCharge({ apiKey: strict.apiKey, body: chargeBody() });
     const before = await as(support).rollout.status();
-    assert.ok(before.blocking.some((b) => b.apiClientId === strict.id), "a client with keyless traffic blocks enforcing");
+    assert.ok(
+      before.blocking.some((b) => b.apiClientId === strict.id),
+      "a client with keyless traffic blocks enforcing",
+    );
     assert.equal(before.clients.find((c) => c.apiClientId === strict.id)?.keylessLastHour, 1);
 
-    await as(engineer).rollout.setClientRequired({ clientId: strict.id, required: true, reason: "strict reached zero" });
-    await rejectsWith(as(engineer).rollout.setClientRequired({ clientId: strict.id, required: true, reason: "again" }), "CONFLICT");
+    await as(engineer).rollout.setClientRequired({
+      clientId: strict.id,
+      required: true,
+      reason: "strict reached zero",
+    });
+    await rejectsWith(
+      as(engineer).rollout.setClientRequired({ clientId: strict.id, required: true, reason: "again" }),
+      "CONFLICT",
+    );
     const refused = await postCharge({ apiKey: strict.apiKey, body: chargeBody() });
     assert.equal(refused.status, 400);
     assert.equal(refused.json.error.code, "idempotency_key_required");
@@ -202,7 +234,9 @@ describe("tRPC procedures", () => {
     assert.equal(row.enforced, "client");
     assert.equal(row.rejected, 1);
     assert.equal(after.mode, "optional");
-    const audit = await db.auditEvent.findFirstOrThrow({ where: { action: "client_mode.changed", targetId: String(strict.id) } });
+    const audit = await db.auditEvent.findFirstOrThrow({
+      where: { action: "client_mode.changed", targetId: String(strict.id) },
+    });
     assert.deepEqual(JSON.parse(audit.details!), { from: "global", to: "required", reason: "strict reached zero" });
     await as(engineer).rollout.setClientRequired({ clientId: strict.id, required: false, reason: "done" });
     assert.equal((await postCharge({ apiKey: strict.apiKey, body: chargeBody() })).status, 201);

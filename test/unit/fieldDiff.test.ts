@@ -3,7 +3,10 @@ import { test } from "node:test";
 import { diffFields, parseFields } from "~/server/requests/fieldDiff";
 
 test("a same-client reuse names the top-level fields that differed, as sent", () => {
-  const diff = diffFields({ amount_cents: 1000, currency: "usd", customer_id: "c1" }, { amount_cents: 1200, currency: "USD", customer_id: "c1" });
+  const diff = diffFields(
+    { amount_cents: 1000, currency: "usd", customer_id: "c1" },
+    { amount_cents: 1200, currency: "USD", customer_id: "c1" },
+  );
   assert.deepEqual(diff.differences, [
     { field: "amount_cents", stored: 1000, attempted: 1200 },
     { field: "currency", stored: "usd", attempted: "USD" },
@@ -12,7 +15,10 @@ test("a same-client reuse names the top-level fields that differed, as sent", ()
 });
 
 test("a field sent only once is a difference (absent is not null)", () => {
-  const diff = diffFields({ amount_cents: 1, currency: "usd" }, { amount_cents: 1, currency: "usd", customer_id: null });
+  const diff = diffFields(
+    { amount_cents: 1, currency: "usd" },
+    { amount_cents: 1, currency: "usd", customer_id: null },
+  );
   assert.deepEqual(diff.differences, [{ field: "customer_id", stored: undefined, attempted: null }]);
 });
 

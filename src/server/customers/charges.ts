@@ -34,8 +34,9 @@ type ChargeRow = {
   createdAt: Date;
 };
 
-const CHARGE_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId, c.amount_cents AS amountCents,
-  c.currency, c.status, c.failure_code AS failureCode, c.idempotent_request_id AS idempotentRequestId, c.created_at AS createdAt`;
+const CHARGE_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId,
+  c.amount_cents AS amountCents, c.currency, c.status, c.failure_code AS failureCode,
+  c.idempotent_request_id AS idempotentRequestId, c.created_at AS createdAt`;
 
 /**
  * For each charge, the nearest other succeeded charge with the same client,
@@ -46,7 +47,7 @@ async function twinsOf(charges: ChargeRow[], minutes: number): Promise<Map<strin
   const candidates = charges.filter((c) => c.status === "succeeded" && c.customerId !== null);
   if (candidates.length === 0) return new Map();
   const rows = await db.$queryRawUnsafe<{ id: string; twinId: string | null }[]>(
-    `SELECT c.id, (SELECT e.id FROM charges e
+    `SELECT c.id, (SELECT e.id FROM charges e FORCE INDEX (charges_customer_created_idx)
                     WHERE e.customer_id = c.customer_id
                       AND e.created_at BETWEEN c.created_at - INTERVAL ? MINUTE AND c.created_at + INTERVAL ? MINUTE
                       AND e.id <> c.id AND e.api_client_id = c.api_client_id AND e.amount_cents = c.amount_cents
@@ -71,7 +72,9 @@ async function present(charges: ChargeRow[], minutes: number) {
   const clientIds = [...new Set(charges.map((c) => c.apiClientId))];
   const [records, clients, twins] = await Promise.all([
     requestIds.length ? db.idempotentRequest.findMany({ where: { id: { in: requestIds } } }) : [],
-    clientIds.length ? db.apiClient.findMany({ where: { id: { in: clientIds } }, select: { id: true, name: true } }) : [],
+    clientIds.length
+      ? db.apiClient.findMany({ where: { id: { in: clientIds } }, select: { id: true, name: true } })
+      : [],
     twinsOf(charges, minutes),
   ]);
   const now = new Date();
@@ -97,7 +100,10 @@ async function present(charges: ChargeRow[], minutes: number) {
 }
 
 export async function customerCharges(input: z.infer<typeof customerChargesInput>) {
-  const w = where([cond("c.customer_id = ?", input.customerId), ...before(input.cursor, String, "c.created_at", "c.id")]);
+  const w = where([
+    cond("c.customer_id = ?", input.customerId),
+    ...before(input.cursor, String, "c.created_at", "c.id"),
+  ]);
   const rows = await db.$queryRawUnsafe<ChargeRow[]>(
     `SELECT ${CHARGE_COLUMNS} FROM charges c USE INDEX (charges_customer_created_idx)
       ${w.sql} ORDER BY c.created_at DESC, c.id DESC LIMIT ?`,

@@ -6,7 +6,9 @@
  *
  * Found by the sweeper, not on every page view: the self-join over all charges
  * of a busy day is seconds of work, while the scan of the charges made since
- * the last sweep is an index range plus one probe each. The list is then a read
+ * the last sweep is an index range plus one probe each along (customer_id,
+ * created_at): forced, since the optimiser otherwise likes the client's index,
+ * which holds a big client's whole month. The list is then a read
  * of a small table, newest first. A charge committed after the scan passed its
  * time (a completion in flight) is caught by the next scan, which starts
  * OVERLAP_MS before the last one ended.
@@ -29,18 +31,19 @@ const FIRST_SCAN_MS = 24 * 3_600_000;
 export async function recordPossibleDuplicates(since: Date, until: Date): Promise<number> {
   return db.$executeRaw`
     INSERT IGNORE INTO possible_duplicate_charges
-      (charge_id, earlier_charge_id, api_client_id, customer_id, amount_cents, currency, gap_ms, charge_created_at, found_at)
+      (charge_id, earlier_charge_id, api_client_id, customer_id, amount_cents, currency, gap_ms, charge_created_at,
+       found_at)
     SELECT d.id, e.id, d.api_client_id, d.customer_id, d.amount_cents, d.currency,
            TIMESTAMPDIFF(MICROSECOND, e.created_at, d.created_at) DIV 1000, d.created_at, ${new Date()}
       FROM (SELECT c.id, c.api_client_id, c.customer_id, c.amount_cents, c.currency, c.created_at,
-                   (SELECT e.id FROM charges e
+                   (SELECT e.id FROM charges e FORCE INDEX (charges_customer_created_idx)
                      WHERE e.customer_id = c.customer_id
                        AND e.created_at >= c.created_at - INTERVAL ${MAX_WINDOW_MINUTES} MINUTE
                        AND (e.created_at < c.created_at OR (e.created_at = c.created_at AND e.id < c.id))
                        AND e.api_client_id = c.api_client_id AND e.amount_cents = c.amount_cents
                        AND e.currency = c.currency AND e.status = 'succeeded'
                      ORDER BY e.created_at DESC LIMIT 1) AS earlier_id
-              FROM charges c
+              FROM charges c FORCE INDEX (charges_created_idx)
              WHERE c.created_at >= ${since} AND c.created_at < ${until}
                AND c.customer_id IS NOT NULL AND c.status = 'succeeded') AS d
       JOIN charges e ON e.id = d.earlier_id`;
@@ -77,8 +80,16 @@ export async function listPossibleDuplicates(input: z.infer<typeof duplicatesInp
     ...before(input.cursor, String, "charge_created_at", "charge_id"),
   ]);
   const rows = await db.$queryRawUnsafe<
-    { id: string; earlierId: string; apiClientId: number; customerId: string; amountCents: number; currency: string;
-      gapMs: number; createdAt: Date }[]
+    {
+      id: string;
+      earlierId: string;
+      apiClientId: number;
+      customerId: string;
+      amountCents: number;
+      currency: string;
+      gapMs: number;
+      createdAt: Date;
+    }[]
   >(
     `SELECT charge_id AS id, earlier_charge_id AS earlierId, api_client_id AS apiClientId, customer_id AS customerId,
             amount_cents AS amountCents, currency, gap_ms AS gapMs, charge_created_at AS createdAt

@@ -6,7 +6,11 @@
  */
 export function pageCsp(
   nonce: string,
-  { https, inlineStyles = false, styleAttributes = false }: { https: boolean; inlineStyles?: boolean; styleAttributes?: boolean },
+  {
+    https,
+    inlineStyles = false,
+    styleAttributes = false,
+  }: { https: boolean; inlineStyles?: boolean; styleAttributes?: boolean },
 ): string {
   return [
     "default-src 'self'",

@@ -119,21 +119,27 @@ export async function eventsOf(record: {
     orderBy: { createdAt: "desc" },
     take: TIMELINE_LIMIT + 1,
   });
-  const events = rows.slice(0, TIMELINE_LIMIT).reverse().map((row) => ({
-    id: String(row.id),
-    at: row.createdAt,
-    kind: row.kind,
-    requestId: row.requestId === null ? null : String(row.requestId),
-    apiClientId: row.apiClientId,
-    attempt: row.attempt,
-    detail: row.detail,
-    instance: row.instance,
-  }));
+  const events = rows
+    .slice(0, TIMELINE_LIMIT)
+    .reverse()
+    .map((row) => ({
+      id: String(row.id),
+      at: row.createdAt,
+      kind: row.kind,
+      requestId: row.requestId === null ? null : String(row.requestId),
+      apiClientId: row.apiClientId,
+      attempt: row.attempt,
+      detail: row.detail,
+      instance: row.instance,
+    }));
   return { events, truncated: rows.length > TIMELINE_LIMIT };
 }
 
 /** How many of each kind of event a key had (bounded: a count past `cap` reads as cap). */
-export async function eventCounts(record: { idempotencyKey: string | null; route: string; createdAt: Date }, cap = 10_000) {
+export async function eventCounts(
+  record: { idempotencyKey: string | null; route: string; createdAt: Date },
+  cap = 10_000,
+) {
   if (record.idempotencyKey === null) return {};
   const rows = await db.$queryRaw<{ kind: EventKind; n: bigint | number }[]>`
     SELECT kind, COUNT(*) AS n FROM (
@@ -149,7 +155,9 @@ export async function eventCounts(record: { idempotencyKey: string | null; route
 export async function pruneEvents(cutoff: Date, batchSize = 1_000): Promise<number> {
   let total = 0;
   for (;;) {
-    const n = await db.$executeRaw`DELETE FROM idempotency_events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batchSize}`;
+    const n =
+      await db.$executeRaw`
+        DELETE FROM idempotency_events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batchSize}`;
     total += n;
     if (n < batchSize) return total;
   }

@@ -273,11 +273,7 @@ const COLUMNS = [
   ["finished_by", "finishedBy"], ["created_at", "createdAt"], ["updated_at", "updatedAt"], ["expires_at", "expiresAt"],
 ] as const;
 
-/** The columns decodeRecord reads, for raw SQL over idempotent_requests (aliased `alias` if given). */
-const recordColumns = (alias?: string) =>
-  COLUMNS.map(([column, name]) => `${alias ? `${alias}.` : ""}${column}${column === name ? "" : ` AS ${name}`}`).join(", ");
-
-const SQL_COLUMNS = recordColumns();
+const SQL_COLUMNS = COLUMNS.map(([column, name]) => (column === name ? column : `${column} AS ${name}`)).join(", ");
 
 /**
  * The ledger check "every stored 201 names its own charge": the ids of complete
@@ -326,7 +322,11 @@ function phaseCondition(filter: PhaseFilter, now: Date): { sql: string; values: 
       return { sql: "state = 'complete' AND finished_by = 'request'", values: [], index: null };
     case "reconciled":
     case "abandoned":
-      return { sql: "state = 'complete' AND finished_by = ?", values: [filter], index: "idempotent_requests_finished_idx" };
+      return {
+        sql: "state = 'complete' AND finished_by = ?",
+        values: [filter],
+        index: "idempotent_requests_finished_idx",
+      };
   }
 }
 
@@ -358,7 +358,11 @@ function recordFilterSql(f: RecordFilter, now: Date): { where: string; values: u
     if (phase.index) indexes.push(phase.index);
   }
   if (f.status) {
-    parts.push(f.status === "none" ? { sql: "response_status IS NULL", values: [] } : { sql: "response_status = ?", values: [Number(f.status)] });
+    parts.push(
+      f.status === "none"
+        ? { sql: "response_status IS NULL", values: [] }
+        : { sql: "response_status = ?", values: [Number(f.status)] },
+    );
     indexes.push("idempotent_requests_status_idx");
   }
   if (f.route) parts.push({ sql: "route = ?", values: [f.route] });
@@ -387,8 +391,12 @@ export function recordListStatement(
   now: Date,
 ): Statement {
   const { where, values, indexes } = recordFilterSql(f, now);
-  const after = page.before
-    ? { sql: `${where ? " AND" : "WHERE"} (created_at < ? OR (created_at = ? AND id < ?))`, values: [page.before.createdAt, page.before.createdAt, page.before.id] }
+  const b = page.before;
+  const after = b
+    ? {
+        sql: `${where ? " AND" : "WHERE"} (created_at < ? OR (created_at = ? AND id < ?))`,
+        values: [b.createdAt, b.createdAt, b.id],
+      }
     : { sql: "", values: [] };
   return {
     sql: `SELECT ${SQL_COLUMNS}, customer_id AS customerId FROM idempotent_requests USE INDEX (${indexes})
@@ -401,7 +409,8 @@ export function recordListStatement(
 export function recordCountStatement(f: RecordFilter, cap: number, now: Date): Statement {
   const { where, values, indexes } = recordFilterSql(f, now);
   return {
-    sql: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM idempotent_requests USE INDEX (${indexes}) ${where} LIMIT ?) AS page`,
+    sql: `SELECT COUNT(*) AS n
+            FROM (SELECT 1 FROM idempotent_requests USE INDEX (${indexes}) ${where} LIMIT ?) AS page`,
     values: [...values, cap + 1],
   };
 }

@@ -23,7 +23,8 @@ export const timing: Timing = {
 };
 
 /** A transition that matched, for the key's timeline (events.ts; written within a second, never awaited). */
-const noted = (record: IdempotencyRecord, kind: "claimed" | "taken_over" | "released" | "completed", detail: string | null, at?: Date) =>
+type NotedTransition = "claimed" | "taken_over" | "released" | "completed";
+const noted = (record: IdempotencyRecord, kind: NotedTransition, detail: string | null, at?: Date) =>
   noteEvent({ kind, at, detail, requestId: record.id, idempotencyKey: record.idempotencyKey, route: record.route,
               apiClientId: record.apiClientId, attempt: record.attempt });
 
@@ -127,7 +128,9 @@ export async function complete(
   const allLanded = (touched: number[]) =>
     touched[0] === 1 && touched.at(-1) === 1 && touched.slice(1, -1).every((n) => n >= 1);
   try {
-    const committed = await completionSlots(() => retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)));
+    const committed = await completionSlots(() =>
+      retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)),
+    );
     if (committed) noted(record, "completed", `${finishedBy} ${response.status}`);
     return committed;
   } catch (error) {

@@ -8,7 +8,14 @@
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
-import { decodeRecord, eventCounts, eventsOf, keyToBytes, type EventKind, type TimelineEvent } from "~/server/idempotency";
+import {
+  decodeRecord,
+  eventCounts,
+  eventsOf,
+  keyToBytes,
+  type EventKind,
+  type TimelineEvent,
+} from "~/server/idempotency";
 import { diffFields, parseFields } from "./fieldDiff";
 import { summarise } from "./log";
 
@@ -31,7 +38,11 @@ export async function requestDetail(id: bigint) {
     record.idempotencyKey === null
       ? []
       : db.keyReuseAttempt.findMany({
-          where: { idempotencyKey: keyToBytes(record.idempotencyKey), route: record.route, createdAt: { gte: record.createdAt } },
+          where: {
+            idempotencyKey: keyToBytes(record.idempotencyKey),
+            route: record.route,
+            createdAt: { gte: record.createdAt },
+          },
           orderBy: { id: "desc" },
           take: 50,
         }),
@@ -42,15 +53,28 @@ export async function requestDetail(id: bigint) {
   const other = (clientId: number) =>
     clientId === record.apiClientId ? null : (clientOf.get(clientId) ?? { id: clientId, name: `client ${clientId}` });
 
-  const timeline: TimelineEntry[] = events.map(({ apiClientId, ...e }) => ({ ...e, otherClient: other(apiClientId), fromRecord: false }));
+  const timeline: TimelineEntry[] = events.map(({ apiClientId, ...e }) => ({
+    ...e,
+    otherClient: other(apiClientId),
+    fromRecord: false,
+  }));
   const has = (kind: EventKind) => events.some((e) => e.kind === kind && e.requestId === String(record.id));
   const fromRecord = (kind: EventKind, at: Date, detail: string | null): TimelineEntry => ({
-    id: `record-${kind}`, at, kind, requestId: String(record.id), attempt: null, detail, instance: "not recorded",
-    otherClient: null, fromRecord: true,
+    id: `record-${kind}`,
+    at,
+    kind,
+    requestId: String(record.id),
+    attempt: null,
+    detail,
+    instance: "not recorded",
+    otherClient: null,
+    fromRecord: true,
   });
   if (!has("claimed") && !truncated) timeline.unshift(fromRecord("claimed", record.createdAt, null));
   if (record.phase.name === "complete" && !has("completed")) {
-    timeline.push(fromRecord("completed", record.updatedAt, `${record.phase.finishedBy} ${record.phase.response.status}`));
+    timeline.push(
+      fromRecord("completed", record.updatedAt, `${record.phase.finishedBy} ${record.phase.response.status}`),
+    );
   }
 
   const stored = parseFields(row.requestFields);

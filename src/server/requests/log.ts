@@ -8,13 +8,23 @@
 import { z } from "zod";
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { db } from "~/server/db";
-import { countRecords, listRecords, PHASE_DISPLAY, phaseDisplay, type ListedRecord, type PhaseFilter } from "~/server/idempotency";
+import {
+  countRecords,
+  listRecords,
+  PHASE_DISPLAY,
+  phaseDisplay,
+  type ListedRecord,
+  type PhaseFilter,
+} from "~/server/idempotency";
 import { bounded, COUNT_CAP, cursorOf, cursorSchema, parseCursor } from "./sql";
 
 /** The routes the API has: the route filter's choices, without reading 5M rows to find them. */
 export const ROUTES = [CHARGES_ROUTE] as const;
 
-export const PHASE_FILTERS = ["in_progress", ...Object.keys(PHASE_DISPLAY), "complete"] as [PhaseFilter, ...PhaseFilter[]];
+export const PHASE_FILTERS = ["in_progress", ...Object.keys(PHASE_DISPLAY), "complete"] as [
+  PhaseFilter,
+  ...PhaseFilter[],
+];
 
 /** Stored answers are 201, 402 or 500 (request_abandoned); "none" is a record with no answer yet. */
 export const STATUS_FILTERS = ["201", "402", "500", "none"] as const;
@@ -59,7 +69,9 @@ export async function summarise(records: ListedRecord[], now: Date) {
   const ids = records.map((r) => r.id);
   const clientIds = [...new Set(records.map((r) => r.apiClientId))];
   const [clients, charges] = await Promise.all([
-    clientIds.length ? db.apiClient.findMany({ where: { id: { in: clientIds } }, select: { id: true, name: true } }) : [],
+    clientIds.length
+      ? db.apiClient.findMany({ where: { id: { in: clientIds } }, select: { id: true, name: true } })
+      : [],
     ids.length
       ? db.charge.findMany({
           where: { idempotentRequestId: { in: ids } },

@@ -41,7 +41,13 @@ export async function listReuseGroups(input: z.infer<typeof reuseListInput>) {
   for (const row of shown) {
     const key = keyFromBytes(row.idempotencyKey);
     const id = `${row.route}\n${key}`;
-    const group = groups.get(id) ?? { key, route: row.route, last: row, clients: new Set(), owner: row.ownerApiClientId };
+    const group = groups.get(id) ?? {
+      key,
+      route: row.route,
+      last: row,
+      clients: new Set(),
+      owner: row.ownerApiClientId,
+    };
     group.clients.add(row.apiClientId);
     groups.set(id, group);
   }

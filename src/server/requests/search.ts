@@ -14,7 +14,16 @@ export async function searchByPrefix(prefix: string) {
   const now = new Date();
   const [records, charges, customers] = await Promise.all([
     recordsWithKeyPrefix(prefix, PER_KIND + 1, now),
-    db.$queryRawUnsafe<{ id: string; customerId: string | null; amountCents: number; currency: string; status: string; createdAt: Date }[]>(
+    db.$queryRawUnsafe<
+      {
+        id: string;
+        customerId: string | null;
+        amountCents: number;
+        currency: string;
+        status: string;
+        createdAt: Date;
+      }[]
+    >(
       `SELECT id, customer_id AS customerId, amount_cents AS amountCents, currency, status, created_at AS createdAt
          FROM charges WHERE id LIKE ? ORDER BY id LIMIT ?`,
       likePrefix(prefix),
@@ -30,6 +39,10 @@ export async function searchByPrefix(prefix: string) {
     requests: await summarise(records.slice(0, PER_KIND), now),
     charges: charges.slice(0, PER_KIND),
     customers: customers.slice(0, PER_KIND).map((c) => c.customerId),
-    more: { requests: records.length > PER_KIND, charges: charges.length > PER_KIND, customers: customers.length > PER_KIND },
+    more: {
+      requests: records.length > PER_KIND,
+      charges: charges.length > PER_KIND,
+      customers: customers.length > PER_KIND,
+    },
   };
 }

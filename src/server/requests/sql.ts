@@ -11,7 +11,10 @@ export const cond = (sql: string, ...values: unknown[]): Condition => ({ sql, va
 
 export function where(conditions: Condition[]): Condition {
   if (conditions.length === 0) return { sql: "", values: [] };
-  return { sql: `WHERE ${conditions.map((c) => `(${c.sql})`).join(" AND ")}`, values: conditions.flatMap((c) => c.values) };
+  return {
+    sql: `WHERE ${conditions.map((c) => `(${c.sql})`).join(" AND ")}`,
+    values: conditions.flatMap((c) => c.values),
+  };
 }
 
 /**
@@ -19,7 +22,9 @@ export function where(conditions: Condition[]): Condition {
  * never with OFFSET: a deep page costs what the first does. The cursor is
  * opaque to clients: `<ISO time>_<id>`.
  */
-export const cursorSchema = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z_[\w-]{1,40}$/, "must be a list cursor");
+export const cursorSchema = z
+  .string()
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z_[\w-]{1,40}$/, "must be a list cursor");
 
 export const cursorOf = (row: { createdAt: Date; id: bigint | string }) => `${row.createdAt.toISOString()}_${row.id}`;
 

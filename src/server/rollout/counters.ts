@@ -22,7 +22,9 @@ type BucketCount = {
 /** Adds to the client's hourly buckets; one statement, so concurrent writers never lose a count. */
 async function addToBuckets(counts: BucketCount[]): Promise<void> {
   const rows = counts.map(
-    (c) => Prisma.sql`(${c.apiClientId}, ${c.bucketStart}, ${c.keyed}, ${c.keyless}, ${c.keylessRejected}, ${c.lastKeylessAt})`,
+    (c) =>
+      Prisma.sql`(${c.apiClientId}, ${c.bucketStart}, ${c.keyed}, ${c.keyless}, ${c.keylessRejected},
+                  ${c.lastKeylessAt})`,
   );
   await db.$executeRaw`
     INSERT INTO request_count_buckets (api_client_id, bucket_start, keyed, keyless, keyless_rejected, last_keyless_at)

@@ -64,7 +64,12 @@ export async function setIdempotencyMode(mode: IdempotencyMode, context: AuditCo
  * audited like the global switch; the client's row is locked so that each
  * entry's `from` is what it replaced. Refused when nothing would change.
  */
-export async function setClientKeyRequired(apiClientId: number, required: boolean, context: AuditContext, reason: string) {
+export async function setClientKeyRequired(
+  apiClientId: number,
+  required: boolean,
+  context: AuditContext,
+  reason: string,
+) {
   return db.$transaction(async (tx) => {
     const [client] = await tx.$queryRaw<{ key_required_since: Date | null; name: string }[]>`
       SELECT key_required_since, name FROM api_clients WHERE id = ${apiClientId} FOR UPDATE`;
@@ -76,7 +81,11 @@ export async function setClientKeyRequired(apiClientId: number, required: boolea
     }
     await tx.apiClient.update({ where: { id: apiClientId }, data: { keyRequiredSince: required ? new Date() : null } });
     const details = { from: wasRequired ? "required" : "global", to: required ? "required" : "global", reason };
-    await recordAudit(context, { action: "client_mode.changed", target: { type: "api_client", id: apiClientId }, details }, tx);
+    await recordAudit(
+      context,
+      { action: "client_mode.changed", target: { type: "api_client", id: apiClientId }, details },
+      tx,
+    );
     return { apiClientId, required };
   });
 }

@@ -45,13 +45,24 @@ function bucketStarts(granularity: Granularity, since: Date, until: Date): Date[
 const bucketExpr = (g: Granularity) => (g === "hour" ? "bucket_start" : "CAST(DATE(bucket_start) AS DATETIME)");
 
 /** Every bucket of the period, empty ones included (as null shares), so that the time axis tells the truth. */
-function fill(granularity: Granularity, since: Date, now: Date, rows: { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[]) {
+function fill(
+  granularity: Granularity,
+  since: Date,
+  now: Date,
+  rows: { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[],
+) {
   const counted = new Map(rows.map((r) => [toDate(r.bucket).getTime(), r]));
   return bucketStarts(granularity, since, now).map((bucket): SeriesPoint => {
     const r = counted.get(bucket.getTime());
     const keyed = n(r?.keyed ?? 0);
     const keyless = n(r?.keyless ?? 0);
-    return { bucket, keyed, keyless, rejected: n(r?.rejected ?? 0), keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless) };
+    return {
+      bucket,
+      keyed,
+      keyless,
+      rejected: n(r?.rejected ?? 0),
+      keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
+    };
   });
 }
 
@@ -79,7 +90,15 @@ export async function keylessSeries(granularity: Granularity, clientIds: number[
   return {
     since: from,
     all: fill(granularity, from, now, all),
-    clients: clientIds.map((id) => ({ apiClientId: id, points: fill(granularity, from, now, perClient.filter((r) => Number(r.clientId) === id)) })),
+    clients: clientIds.map((id) => ({
+      apiClientId: id,
+      points: fill(
+        granularity,
+        from,
+        now,
+        perClient.filter((r) => Number(r.clientId) === id),
+      ),
+    })),
   };
 }
 
@@ -158,7 +177,9 @@ export async function rolloutStatus(now = new Date()) {
   const keyedInWindow = perClient.reduce((sum, c) => sum + c.keyed, 0);
   const firstCountedAt = first._min.bucketStart;
   const observedHours = firstCountedAt ? (now.getTime() - firstCountedAt.getTime()) / HOUR : 0;
-  const blocking = perClient.filter((c) => c.blocking).sort((a, b) => b.keyless - b.rejected - (a.keyless - a.rejected));
+  const blocking = perClient
+    .filter((c) => c.blocking)
+    .sort((a, b) => b.keyless - b.rejected - (a.keyless - a.rejected));
   const evidence = {
     keyedInWindow,
     minKeyed: env.SAFE_TO_ENFORCE_MIN_KEYED,
@@ -180,7 +201,12 @@ export async function rolloutStatus(now = new Date()) {
     windowStart,
     lastHourFrom,
     clients: perClient,
-    blocking: blocking.map((c) => ({ apiClientId: c.apiClientId, name: c.name, keyless: c.keyless - c.rejected, cleanAt: c.cleanAt })),
+    blocking: blocking.map((c) => ({
+      apiClientId: c.apiClientId,
+      name: c.name,
+      keyless: c.keyless - c.rejected,
+      cleanAt: c.cleanAt,
+    })),
     evidence,
     safeToEnforce: mode === "optional" && blocking.length === 0 && evidence.enoughKeyed && evidence.enoughHistory,
     safeAt,

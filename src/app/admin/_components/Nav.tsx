@@ -5,7 +5,11 @@ import { usePathname } from "next/navigation";
 
 const LINKS = [
   { href: "/admin", label: "Requests", match: (p: string) => p === "/admin" || p.startsWith("/admin/requests") },
-  { href: "/admin/customers", label: "Customers", match: (p: string) => p.startsWith("/admin/customers") || p.startsWith("/admin/charges") },
+  {
+    href: "/admin/customers",
+    label: "Customers",
+    match: (p: string) => p.startsWith("/admin/customers") || p.startsWith("/admin/charges"),
+  },
   { href: "/admin/duplicates", label: "Duplicates", match: (p: string) => p.startsWith("/admin/duplicates") },
   { href: "/admin/reuses", label: "Key reuses", match: (p: string) => p.startsWith("/admin/reuses") },
   { href: "/admin/rollout", label: "Rollout", match: (p: string) => p.startsWith("/admin/rollout") },

@@ -7,7 +7,9 @@ export function OneTimeSecret({ label, value, onDone }: { label: string; value: 
       <p className="m-0">
         <strong>{label}</strong> — copy it now; it is not stored and will not be shown again.
       </p>
-      <pre className="overflow-x-auto rounded bg-white p-3 text-[15px] select-all" data-testid="one-time-secret">{value}</pre>
+      <pre className="overflow-x-auto rounded bg-white p-3 text-[15px] select-all" data-testid="one-time-secret">
+        {value}
+      </pre>
       <button type="button" className="btn" onClick={onDone}>
         I have copied it
       </button>

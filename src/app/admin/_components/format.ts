@@ -8,7 +8,12 @@ export function relative(date: Date, now: Date = new Date()): string {
 
 /** The absolute time, in UTC, as every engineer's logs show it. */
 export function absolute(date: Date | null | undefined): string {
-  return date ? date.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : "—";
+  return date
+    ? date
+        .toISOString()
+        .replace("T", " ")
+        .replace(/\.\d+Z$/, " UTC")
+    : "—";
 }
 
 export function formatAge(ms: number): string {

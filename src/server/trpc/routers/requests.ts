@@ -2,7 +2,14 @@ import { z } from "zod";
 import { env } from "~/env";
 import { PHASE_DISPLAY } from "~/server/idempotency";
 import { requestDetail } from "~/server/requests/detail";
-import { countRequests, listRequests, requestFilters, requestListInput, ROUTES, STATUS_FILTERS } from "~/server/requests/log";
+import {
+  countRequests,
+  listRequests,
+  requestFilters,
+  requestListInput,
+  ROUTES,
+  STATUS_FILTERS,
+} from "~/server/requests/log";
 import { countReuses, listReuseGroups, reuseListInput } from "~/server/requests/reuses";
 import { searchByPrefix } from "~/server/requests/search";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
@@ -23,7 +30,16 @@ export const requestsRouter = createTRPCRouter({
 
   /** Keys, charge ids and customers starting with `prefix`. */
   search: protectedProcedure
-    .input(z.object({ prefix: z.string().trim().min(1).max(64).regex(/^[\x21-\x7e]+$/, "printable characters") }))
+    .input(
+      z.object({
+        prefix: z
+          .string()
+          .trim()
+          .min(1)
+          .max(64)
+          .regex(/^[\x21-\x7e]+$/, "printable characters"),
+      }),
+    )
     .query(({ input }) => searchByPrefix(input.prefix)),
 
   byId: protectedProcedure.input(z.object({ id: idString })).query(({ input }) => requestDetail(BigInt(input.id))),
@@ -39,6 +55,12 @@ export const requestsRouter = createTRPCRouter({
   /** The filter controls' choices: the phases as the lifecycle module words them, routes, statuses, clients. */
   filterOptions: protectedProcedure.query(async ({ ctx }) => {
     const clients = await ctx.db.apiClient.findMany({ select: { id: true, name: true }, orderBy: { name: "asc" } });
-    return { clients, routes: [...ROUTES], statuses: [...STATUS_FILTERS], phases: PHASE_DISPLAY, reapAfterMs: env.REAP_AFTER_MS };
+    return {
+      clients,
+      routes: [...ROUTES],
+      statuses: [...STATUS_FILTERS],
+      phases: PHASE_DISPLAY,
+      reapAfterMs: env.REAP_AFTER_MS,
+    };
   }),
 });

@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { listAudit } from "~/server/audit/audit";
-import { idempotencyModeSchema, setClientKeyRequired, setIdempotencyMode, switchReasonSchema } from "~/server/rollout/mode";
+import {
+  idempotencyModeSchema,
+  setClientKeyRequired,
+  setIdempotencyMode,
+  switchReasonSchema,
+} from "~/server/rollout/mode";
 import { keylessSeries, MAX_CHART_CLIENTS, rolloutStatus } from "~/server/rollout/stats";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
@@ -22,7 +27,15 @@ export const rolloutRouter = createTRPCRouter({
 
   /** Switches of the global mode and of single clients, newest first, paged. */
   modeChanges: protectedProcedure
-    .input(z.object({ cursor: z.string().regex(/^\d{1,18}$/).nullish(), limit: z.number().int().min(1).max(50).default(10) }))
+    .input(
+      z.object({
+        cursor: z
+          .string()
+          .regex(/^\d{1,18}$/)
+          .nullish(),
+        limit: z.number().int().min(1).max(50).default(10),
+      }),
+    )
     .query(async ({ input }) => {
       const page = await listAudit({ actions: MODE_ACTIONS, cursor: input.cursor, limit: input.limit });
       return {

@@ -34,7 +34,10 @@ function TwoFactor() {
           Set up two-factor sign-in
         </button>
       ) : (
-        <form onSubmit={(e: FormEvent) => (e.preventDefault(), confirm.mutate({ code }))} className="grid max-w-sm gap-3">
+        <form
+          onSubmit={(e: FormEvent) => (e.preventDefault(), confirm.mutate({ code }))}
+          className="grid max-w-sm gap-3"
+        >
           <p>Scan this with an authenticator app (or enter the key by hand), then type the code it shows.</p>
           <img
             src={`data:image/svg+xml;utf8,${encodeURIComponent(start.data.qrSvg)}`}
@@ -47,7 +50,8 @@ function TwoFactor() {
           </p>
           <label className="field">
             Code from the app
-            <input className="input"
+            <input
+              className="input"
               value={code}
               onChange={(e) => setCode(e.target.value)}
               inputMode="numeric"

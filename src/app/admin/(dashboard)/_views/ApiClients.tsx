@@ -75,55 +75,63 @@ export function ApiClients() {
           </select>
         </label>
         {clients.data?.map((client) => (
-          <section key={client.id} className="space-y-2 border-t border-slate-200 pt-3" aria-label={`Client ${client.name}`}>
+          <section
+            key={client.id}
+            className="space-y-2 border-t border-slate-200 pt-3"
+            aria-label={`Client ${client.name}`}
+          >
             <h3>
               {client.name}{" "}
               <span className="muted">
                 #{client.id} {client.contactEmail ?? ""}
               </span>
             </h3>
-            <div className="table-box"><table className="data-table">
-              <thead>
-                <tr>
-                  <th>Key</th>
-                  <th>Issued</th>
-                  <th>State</th>
-                  <th>Works until</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {client.keys.map((key) => (
-                  <tr key={key.id}>
-                    <td>
-                      <code>{key.keyPrefix}…</code>
-                    </td>
-                    <td>{absolute(key.createdAt)}</td>
-                    <td>{key.state}</td>
-                    <td>
-                      {key.state === "revoked"
-                        ? `revoked ${absolute(key.revokedAt)}`
-                        : key.expiresAt
-                          ? absolute(key.expiresAt)
-                          : "—"}
-                    </td>
-                    <td>
-                      {(key.state === "active" || key.state === "grace") && (
-                        <button className="btn"
-                          aria-label={`Revoke key ${key.keyPrefix}`}
-                          onClick={() =>
-                            window.confirm(`Revoke ${key.keyPrefix}… now?`) && revoke.mutate({ keyId: key.id })
-                          }
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
+            <div className="table-box">
+              <table className="data-table">
+                <thead>
+                  <tr>
+                    <th>Key</th>
+                    <th>Issued</th>
+                    <th>State</th>
+                    <th>Works until</th>
+                    <th />
                   </tr>
-                ))}
-              </tbody>
-            </table></div>
-            <button className="btn"
+                </thead>
+                <tbody>
+                  {client.keys.map((key) => (
+                    <tr key={key.id}>
+                      <td>
+                        <code>{key.keyPrefix}…</code>
+                      </td>
+                      <td>{absolute(key.createdAt)}</td>
+                      <td>{key.state}</td>
+                      <td>
+                        {key.state === "revoked"
+                          ? `revoked ${absolute(key.revokedAt)}`
+                          : key.expiresAt
+                            ? absolute(key.expiresAt)
+                            : "—"}
+                      </td>
+                      <td>
+                        {(key.state === "active" || key.state === "grace") && (
+                          <button
+                            className="btn"
+                            aria-label={`Revoke key ${key.keyPrefix}`}
+                            onClick={() =>
+                              window.confirm(`Revoke ${key.keyPrefix}… now?`) && revoke.mutate({ keyId: key.id })
+                            }
+                          >
+                            Revoke
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <button
+              className="btn"
               onClick={async () => {
                 const r = await rotate.mutateAsync({ clientId: client.id, graceHours: grace });
                 setSecret({ label: `New API key of ${client.name}`, value: r.apiKey });
@@ -131,7 +139,8 @@ export function ApiClients() {
             >
               Rotate key of {client.name}
             </button>{" "}
-            <button className="btn"
+            <button
+              className="btn"
               onClick={async () => {
                 const r = await issue.mutateAsync({ clientId: client.id });
                 setSecret({ label: `New API key of ${client.name}`, value: r.apiKey });

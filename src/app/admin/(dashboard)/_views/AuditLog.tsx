@@ -27,7 +27,8 @@ export function AuditLog() {
       >
         <label className="field">
           Action{" "}
-          <select className="input"
+          <select
+            className="input"
             value={filters.action ?? ""}
             onChange={(e) => setFilters({ ...filters, action: e.target.value || undefined })}
           >
@@ -39,11 +40,17 @@ export function AuditLog() {
         </label>
         <label className="field">
           Actor{" "}
-          <input className="input" value={actorInput} onChange={(e) => setActorInput(e.target.value)} placeholder="e-mail or cli:name" />
+          <input
+            className="input"
+            value={actorInput}
+            onChange={(e) => setActorInput(e.target.value)}
+            placeholder="e-mail or cli:name"
+          />
         </label>
         <label className="field">
           Since{" "}
-          <select className="input"
+          <select
+            className="input"
             onChange={(e) =>
               setFilters({
                 ...filters,
@@ -57,41 +64,45 @@ export function AuditLog() {
             <option value="168">last 7 days</option>
           </select>
         </label>
-        <button className="btn" type="submit">Filter</button>
+        <button className="btn" type="submit">
+          Filter
+        </button>
       </form>
       {log.error && (
         <p role="alert" className="bad">
           {log.error.message}
         </p>
       )}
-      <div className="table-box"><table className="data-table" aria-label="Audit entries">
-        <thead>
-          <tr>
-            <th>Time</th>
-            <th>Action</th>
-            <th>Actor</th>
-            <th>Target</th>
-            <th>Details</th>
-            <th>Address</th>
-            <th>User agent</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr key={e.id}>
-              <td>{absolute(e.createdAt)}</td>
-              <td>{e.action}</td>
-              <td>{e.actorLabel ?? e.actorType}</td>
-              <td>{e.targetType ? `${e.targetType} ${e.targetId}` : "—"}</td>
-              <td>
-                <code>{e.details ? JSON.stringify(e.details) : ""}</code>
-              </td>
-              <td>{e.ipAddress ?? "—"}</td>
-              <td className="muted">{e.userAgent ?? "—"}</td>
+      <div className="table-box">
+        <table className="data-table" aria-label="Audit entries">
+          <thead>
+            <tr>
+              <th>Time</th>
+              <th>Action</th>
+              <th>Actor</th>
+              <th>Target</th>
+              <th>Details</th>
+              <th>Address</th>
+              <th>User agent</th>
             </tr>
-          ))}
-        </tbody>
-      </table></div>
+          </thead>
+          <tbody>
+            {entries.map((e) => (
+              <tr key={e.id}>
+                <td>{absolute(e.createdAt)}</td>
+                <td>{e.action}</td>
+                <td>{e.actorLabel ?? e.actorType}</td>
+                <td>{e.targetType ? `${e.targetType} ${e.targetId}` : "—"}</td>
+                <td>
+                  <code>{e.details ? JSON.stringify(e.details) : ""}</code>
+                </td>
+                <td>{e.ipAddress ?? "—"}</td>
+                <td className="muted">{e.userAgent ?? "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {entries.length === 0 && log.isSuccess && <p className="muted">No entries match.</p>}
       {log.hasNextPage && (
         <button className="btn" onClick={() => log.fetchNextPage()} disabled={log.isFetchingNextPage}>

@@ -22,10 +22,15 @@ export function CustomerSearch() {
   const trpc = useTRPC();
   const [input, setInput] = useState("");
   const [prefix, setPrefix] = useState("");
-  const matches = useQuery({ ...trpc.requests.search.queryOptions({ prefix: prefix || "x" }), enabled: prefix.length > 0 });
+  const matches = useQuery({
+    ...trpc.requests.search.queryOptions({ prefix: prefix || "x" }),
+    enabled: prefix.length > 0,
+  });
   return (
     <>
-      <PageHeader title="Customers">Every charge of a customer, keyed and keyless, with possible duplicates highlighted.</PageHeader>
+      <PageHeader title="Customers">
+        Every charge of a customer, keyed and keyless, with possible duplicates highlighted.
+      </PageHeader>
       <form
         role="search"
         aria-label="Find a customer"
@@ -38,7 +43,11 @@ export function CustomerSearch() {
       >
         <label className="field min-w-0 flex-1">
           Customer id (or its start, to list matches)
-          <input className="input" value={input} onChange={(e) => (setInput(e.target.value), setPrefix(e.target.value.trim()))} />
+          <input
+            className="input"
+            value={input}
+            onChange={(e) => (setInput(e.target.value), setPrefix(e.target.value.trim()))}
+          />
         </label>
         <button type="submit" className="btn">
           Show charges
@@ -46,7 +55,12 @@ export function CustomerSearch() {
       </form>
       {prefix && (
         <section className="card" aria-label="Matching customers">
-          <QueryState query={matches} what="matching customers" isEmpty={(d) => d.customers.length === 0} empty="No customer id starts with that.">
+          <QueryState
+            query={matches}
+            what="matching customers"
+            isEmpty={(d) => d.customers.length === 0}
+            empty="No customer id starts with that."
+          >
             {(d) => (
               <ul className="space-y-1">
                 {d.customers.map((c) => (
@@ -71,7 +85,9 @@ const chargeColumns: ColumnDef<Charge>[] = [
   {
     header: "Status",
     cell: ({ row: { original: c } }) => (
-      <Badge tone={c.status === "succeeded" ? "ok" : "danger"}>{c.status === "succeeded" ? "succeeded" : `declined${c.failureCode ? ` (${c.failureCode})` : ""}`}</Badge>
+      <Badge tone={c.status === "succeeded" ? "ok" : "danger"}>
+        {c.status === "succeeded" ? "succeeded" : `declined${c.failureCode ? ` (${c.failureCode})` : ""}`}
+      </Badge>
     ),
   },
   {
@@ -99,7 +115,8 @@ const chargeColumns: ColumnDef<Charge>[] = [
     cell: ({ row: { original: c } }) =>
       c.possibleDuplicateOf ? (
         <span className="warn font-medium" data-testid="duplicate-flag">
-          same amount <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id.slice(0, 10)}…</Link>{" "}
+          same amount{" "}
+          <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id.slice(0, 10)}…</Link>{" "}
           <Time date={c.possibleDuplicateOf.createdAt} />
         </span>
       ) : (
@@ -124,7 +141,13 @@ export function CustomerView({ customerId }: { customerId: string }) {
   const total = list.data?.pages[0]?.total;
   return (
     <>
-      <PageHeader title={<>Customer <code className="break-all">{customerId}</code></>}>
+      <PageHeader
+        title={
+          <>
+            Customer <code className="break-all">{customerId}</code>
+          </>
+        }
+      >
         Every charge of this customer, newest first. A charge is highlighted when another succeeded charge of the same
         client, amount and currency came within the window: the signature of a double charge.
       </PageHeader>
@@ -145,7 +168,12 @@ export function CustomerView({ customerId }: { customerId: string }) {
         </p>
       </div>
       <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${charges.length} charges shown.`} />
-      <QueryState query={list} what="the customer's charges" isEmpty={() => charges.length === 0} empty="No charge for this customer id.">
+      <QueryState
+        query={list}
+        what="the customer's charges"
+        isEmpty={() => charges.length === 0}
+        empty="No charge for this customer id."
+      >
         {() => (
           <>
             <DataTable
@@ -171,31 +199,53 @@ export function ChargeDetail({ id }: { id: string }) {
     <QueryState query={query} what={`charge ${id}`}>
       {(c) => (
         <>
-          <PageHeader title={<>Charge <code className="break-all">{c.id}</code></>}>
-            {c.request ? "Its request record is linked below." : "Its request record has expired and was pruned; the charge stays."}
+          <PageHeader
+            title={
+              <>
+                Charge <code className="break-all">{c.id}</code>
+              </>
+            }
+          >
+            {c.request
+              ? "Its request record is linked below."
+              : "Its request record has expired and was pruned; the charge stays."}
           </PageHeader>
           {c.possibleDuplicateOf && (
             <p role="status" className="card warn" data-testid="duplicate-warning">
-              Possible duplicate: <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id}</Link> charged
-              the same customer the same amount <Time date={c.possibleDuplicateOf.createdAt} />.
+              Possible duplicate:{" "}
+              <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id}</Link> charged the
+              same customer the same amount <Time date={c.possibleDuplicateOf.createdAt} />.
             </p>
           )}
           <dl className="card facts" data-testid="charge-detail">
             <dt>Amount</dt>
             <dd>{formatMoney(c.amountCents, c.currency)}</dd>
             <dt>Status</dt>
-            <dd>{c.status}{c.failureCode && ` (${c.failureCode})`}</dd>
+            <dd>
+              {c.status}
+              {c.failureCode && ` (${c.failureCode})`}
+            </dd>
             <dt>When</dt>
-            <dd><Time date={c.createdAt} /></dd>
+            <dd>
+              <Time date={c.createdAt} />
+            </dd>
             <dt>Customer</dt>
-            <dd>{c.customerId ? <Link href={`/admin/customers/${encodeURIComponent(c.customerId)}`}>{c.customerId}</Link> : "none given"}</dd>
+            <dd>
+              {c.customerId ? (
+                <Link href={`/admin/customers/${encodeURIComponent(c.customerId)}`}>{c.customerId}</Link>
+              ) : (
+                "none given"
+              )}
+            </dd>
             <dt>API client</dt>
             <dd>{c.apiClient.name}</dd>
             <dt>Request</dt>
             <dd>
               {c.request ? (
                 <span className="flex flex-wrap items-center gap-2">
-                  <Link href={`/admin/requests/${c.request.id}`}>{c.request.idempotencyKey ?? `keyless request #${c.request.id}`}</Link>
+                  <Link href={`/admin/requests/${c.request.id}`}>
+                    {c.request.idempotencyKey ?? `keyless request #${c.request.id}`}
+                  </Link>
                   <PhaseBadge phase={c.request.phase} />
                 </span>
               ) : (
@@ -203,9 +253,13 @@ export function ChargeDetail({ id }: { id: string }) {
               )}
             </dd>
             <dt>Gateway charge</dt>
-            <dd><code>{c.gatewayChargeId}</code></dd>
+            <dd>
+              <code>{c.gatewayChargeId}</code>
+            </dd>
             <dt>Gateway key</dt>
-            <dd><code className="break-all">{c.gatewayIdempotencyKey}</code></dd>
+            <dd>
+              <code className="break-all">{c.gatewayIdempotencyKey}</code>
+            </dd>
           </dl>
         </>
       )}

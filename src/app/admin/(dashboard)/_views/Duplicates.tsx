@@ -20,14 +20,27 @@ const columns: ColumnDef<Item>[] = [
   { header: "When", cell: ({ row }) => <Time date={row.original.createdAt} /> },
   {
     header: "Customer",
-    cell: ({ row }) => <Link href={`/admin/customers/${encodeURIComponent(row.original.customerId)}`}>{row.original.customerId}</Link>,
+    cell: ({ row }) => (
+      <Link href={`/admin/customers/${encodeURIComponent(row.original.customerId)}`}>{row.original.customerId}</Link>
+    ),
   },
   { header: "Amount", cell: ({ row }) => formatMoney(row.original.amountCents, row.original.currency) },
   { header: "Client", cell: ({ row }) => row.original.apiClient?.name ?? `client ${row.original.apiClientId}` },
-  { header: "Charge", cell: ({ row }) => <Link href={`/admin/charges/${row.original.id}`} className="font-mono text-[13px]">{row.original.id}</Link> },
+  {
+    header: "Charge",
+    cell: ({ row }) => (
+      <Link href={`/admin/charges/${row.original.id}`} className="font-mono text-[13px]">
+        {row.original.id}
+      </Link>
+    ),
+  },
   {
     header: "Same as",
-    cell: ({ row }) => <Link href={`/admin/charges/${row.original.earlierId}`} className="font-mono text-[13px]">{row.original.earlierId}</Link>,
+    cell: ({ row }) => (
+      <Link href={`/admin/charges/${row.original.earlierId}`} className="font-mono text-[13px]">
+        {row.original.earlierId}
+      </Link>
+    ),
   },
   { header: "Apart", cell: ({ row }) => formatAge(row.original.gapMs) },
 ];
@@ -36,7 +49,10 @@ export function Duplicates() {
   const trpc = useTRPC();
   const [windowMinutes, setWindow] = useQueryState("window", parseAsInteger.withDefault(10));
   const list = useInfiniteQuery(
-    trpc.customers.duplicates.infiniteQueryOptions({ windowMinutes, limit: 25 }, { getNextPageParam: (p) => p.nextCursor, refetchInterval: 10_000 }),
+    trpc.customers.duplicates.infiniteQueryOptions(
+      { windowMinutes, limit: 25 },
+      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 10_000 },
+    ),
   );
   const items = list.data?.pages.flatMap((p) => p.items) ?? [];
   const scannedUntil = list.data?.pages[0]?.scannedUntil;
@@ -57,13 +73,26 @@ export function Duplicates() {
             ))}
           </select>
         </label>
-        <p className="muted m-0 text-sm">Charges checked up to: {scannedUntil ? <Time date={scannedUntil} /> : "not yet (the sweeper has not run)"}</p>
+        <p className="muted m-0 text-sm">
+          Charges checked up to: {scannedUntil ? <Time date={scannedUntil} /> : "not yet (the sweeper has not run)"}
+        </p>
       </div>
       <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} possible duplicates shown.`} />
-      <QueryState query={list} what="possible duplicates" isEmpty={() => items.length === 0} empty="No possible duplicate charges within this window.">
+      <QueryState
+        query={list}
+        what="possible duplicates"
+        isEmpty={() => items.length === 0}
+        empty="No possible duplicate charges within this window."
+      >
         {() => (
           <>
-            <DataTable caption={`Possible duplicates within ${windowMinutes} minutes, newest first`} columns={columns} data={items} rowId={(i) => i.id} testId="duplicates" />
+            <DataTable
+              caption={`Possible duplicates within ${windowMinutes} minutes, newest first`}
+              columns={columns}
+              data={items}
+              rowId={(i) => i.id}
+              testId="duplicates"
+            />
             <LoadMore query={list} />
           </>
         )}

@@ -1,6 +1,17 @@
 "use client";
 
-import { CartesianGrid, Legend, Line, LineChart, ReferenceArea, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import {
+  CartesianGrid,
+  Legend,
+  Line,
+  LineChart,
+  ReferenceArea,
+  ReferenceLine,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from "recharts";
 import type { RouterOutputs } from "~/trpc/react";
 import { absolute, percent } from "../../_components/format";
 
@@ -29,14 +40,24 @@ export function KeylessChart({
   windowStart: Date;
 }) {
   const rows = series.all.map((p, i) => {
-    const row: Record<string, number | null> = { t: p.bucket.getTime(), all: p.keylessShare === null ? null : p.keylessShare * 100 };
+    const row: Record<string, number | null> = {
+      t: p.bucket.getTime(),
+      all: p.keylessShare === null ? null : p.keylessShare * 100,
+    };
     for (const c of series.clients) {
       const q = c.points[i];
       row[`c${c.apiClientId}`] = q && q.keylessShare !== null ? q.keylessShare * 100 : null;
     }
     return row;
   });
-  const max = Math.max(1, ...rows.flatMap((r) => Object.entries(r).filter(([k]) => k !== "t").map(([, v]) => v ?? 0)));
+  const max = Math.max(
+    1,
+    ...rows.flatMap((r) =>
+      Object.entries(r)
+        .filter(([k]) => k !== "t")
+        .map(([, v]) => v ?? 0),
+    ),
+  );
   const top = Math.min(100, Math.ceil((max * 1.15) / 5) * 5);
   const first = rows[0]?.t ?? 0;
   const last = rows.at(-1)?.t ?? 0;
@@ -44,24 +65,54 @@ export function KeylessChart({
   return (
     <figure className="m-0">
       <figcaption className="mb-2 text-sm muted">
-        Share of POST /api/charges sent without an Idempotency-Key, per {granularity}, in % (axis up to {top} %). Gaps are{" "}
-        {granularity === "hour" ? "hours" : "days"} without any traffic ({noTraffic} of {rows.length}); the shaded band is the
-        safe-to-enforce window; the header can be required once the share stays at 0 %.
+        Share of POST /api/charges sent without an Idempotency-Key, per {granularity}, in % (axis up to {top} %). Gaps
+        are {granularity === "hour" ? "hours" : "days"} without any traffic ({noTraffic} of {rows.length}); the shaded
+        band is the safe-to-enforce window; the header can be required once the share stays at 0 %.
       </figcaption>
       <div className="h-72 w-full" data-testid="keyless-chart">
         <ResponsiveContainer width="100%" height="100%">
           <LineChart data={rows} margin={{ top: 8, right: 16, bottom: 8, left: 0 }} accessibilityLayer>
             <CartesianGrid stroke="#e2e8f0" />
-            <XAxis dataKey="t" type="number" scale="time" domain={[first, last]} tickFormatter={tick(granularity)} stroke="#475569" minTickGap={24} />
+            <XAxis
+              dataKey="t"
+              type="number"
+              scale="time"
+              domain={[first, last]}
+              tickFormatter={tick(granularity)}
+              stroke="#475569"
+              minTickGap={24}
+            />
             <YAxis domain={[0, top]} tickFormatter={(v: number) => `${v} %`} stroke="#475569" width={52} />
-            <ReferenceArea x1={Math.max(first, windowStart.getTime())} x2={last} fill="#6366f1" fillOpacity={0.08} label={{ value: "window", position: "insideTopRight", fill: "#3730a3" }} />
-            <ReferenceLine y={0} stroke="#047857" strokeDasharray="4 4" label={{ value: "enforce at 0 %", position: "insideBottomLeft", fill: "#065f46" }} />
+            <ReferenceArea
+              x1={Math.max(first, windowStart.getTime())}
+              x2={last}
+              fill="#6366f1"
+              fillOpacity={0.08}
+              label={{ value: "window", position: "insideTopRight", fill: "#3730a3" }}
+            />
+            <ReferenceLine
+              y={0}
+              stroke="#047857"
+              strokeDasharray="4 4"
+              label={{ value: "enforce at 0 %", position: "insideBottomLeft", fill: "#065f46" }}
+            />
             <Tooltip
               labelFormatter={(t) => absolute(new Date(Number(t)))}
-              formatter={(value, name) => [value === null || value === undefined ? "no traffic" : `${Number(value).toFixed(1)} %`, name]}
+              formatter={(value, name) => [
+                value === null || value === undefined ? "no traffic" : `${Number(value).toFixed(1)} %`,
+                name,
+              ]}
             />
             <Legend />
-            <Line dataKey="all" name="All clients" stroke={COLOURS[0]} strokeWidth={2} dot={false} connectNulls={false} isAnimationActive={false} />
+            <Line
+              dataKey="all"
+              name="All clients"
+              stroke={COLOURS[0]}
+              strokeWidth={2}
+              dot={false}
+              connectNulls={false}
+              isAnimationActive={false}
+            />
             {series.clients.map((c, i) => (
               <Line
                 key={c.apiClientId}
@@ -82,7 +133,13 @@ export function KeylessChart({
           <table className="data-table" data-testid="keyless-table">
             <caption>Keyless share per {granularity}, all clients</caption>
             <thead>
-              <tr><th scope="col">{granularity === "hour" ? "Hour (UTC)" : "Day (UTC)"}</th><th scope="col">Keyed</th><th scope="col">Keyless</th><th scope="col">Refused</th><th scope="col">Keyless share</th></tr>
+              <tr>
+                <th scope="col">{granularity === "hour" ? "Hour (UTC)" : "Day (UTC)"}</th>
+                <th scope="col">Keyed</th>
+                <th scope="col">Keyless</th>
+                <th scope="col">Refused</th>
+                <th scope="col">Keyless share</th>
+              </tr>
             </thead>
             <tbody>
               {series.all.map((p) => (

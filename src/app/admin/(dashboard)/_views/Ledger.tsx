@@ -23,14 +23,17 @@ export function Ledger() {
   const [resolved, setResolved] = useQueryState("resolved", parseAsBoolean.withDefault(false));
   const status = useQuery(trpc.ledger.status.queryOptions(undefined, { refetchInterval: 30_000 }));
   const mismatches = useInfiniteQuery(
-    trpc.ledger.mismatches.infiniteQueryOptions({ includeResolved: resolved, limit: 25 }, { getNextPageParam: (p) => p.nextCursor }),
+    trpc.ledger.mismatches.infiniteQueryOptions(
+      { includeResolved: resolved, limit: 25 },
+      { getNextPageParam: (p) => p.nextCursor },
+    ),
   );
   const items = mismatches.data?.pages.flatMap((p) => p.items) ?? [];
   return (
     <>
       <PageHeader title="Ledger">
-        The reconciliation compares the gateway&apos;s charge list with the app&apos;s charges, repairs what it can prove and keeps
-        the rest here with its evidence.
+        The reconciliation compares the gateway&apos;s charge list with the app&apos;s charges, repairs what it can
+        prove and keeps the rest here with its evidence.
       </PageHeader>
       <QueryState query={status} what="the reconciliation status">
         {(s) => (
@@ -39,19 +42,30 @@ export function Ledger() {
             {s.lastRun ? (
               <>
                 <p className="m-0">
-                  <Time date={s.lastRun.startedAt} /> on {s.lastRun.instance}, window {absolute(s.lastRun.windowStart)} to {absolute(s.lastRun.windowEnd)}
-                  {s.lastRun.error ? <span className="bad"> — failed: {s.lastRun.error}</span> : !s.lastRun.finishedAt ? " — still running" : ""}
+                  <Time date={s.lastRun.startedAt} /> on {s.lastRun.instance}, window {absolute(s.lastRun.windowStart)}{" "}
+                  to {absolute(s.lastRun.windowEnd)}
+                  {s.lastRun.error ? (
+                    <span className="bad"> — failed: {s.lastRun.error}</span>
+                  ) : !s.lastRun.finishedAt ? (
+                    " — still running"
+                  ) : (
+                    ""
+                  )}
                 </p>
                 <p className="m-0 text-sm muted">
-                  Gateway charges {s.lastRun.gatewayCharges}, app charges {s.lastRun.appCharges}, repaired {s.lastRun.repaired}, mismatches{" "}
-                  {s.lastRun.mismatches}.
+                  Gateway charges {s.lastRun.gatewayCharges}, app charges {s.lastRun.appCharges}, repaired{" "}
+                  {s.lastRun.repaired}, mismatches {s.lastRun.mismatches}.
                 </p>
               </>
             ) : (
-              <p className="m-0 muted">No reconciliation has run yet (the sweeper runs one every RECONCILE_INTERVAL_MS; `npm run reconcile`).</p>
+              <p className="m-0 muted">
+                No reconciliation has run yet (the sweeper runs one every RECONCILE_INTERVAL_MS; `npm run reconcile`).
+              </p>
             )}
             <p className={`m-0 font-medium ${s.openMismatches === 0 ? "good" : "bad"}`} data-testid="open-mismatches">
-              {s.openMismatches === 0 ? "No open mismatch: every charge checked is on both sides, once, with the same amount." : `${s.openMismatches} open mismatches.`}
+              {s.openMismatches === 0
+                ? "No open mismatch: every charge checked is on both sides, once, with the same amount."
+                : `${s.openMismatches} open mismatches.`}
             </p>
           </section>
         )}
@@ -60,10 +74,16 @@ export function Ledger() {
         <div className="flex flex-wrap items-center justify-between gap-2">
           <h2>Mismatches</h2>
           <label className="flex items-center gap-2 text-sm">
-            <input type="checkbox" checked={resolved} onChange={(e) => void setResolved(e.target.checked)} /> include resolved ones
+            <input type="checkbox" checked={resolved} onChange={(e) => void setResolved(e.target.checked)} /> include
+            resolved ones
           </label>
         </div>
-        <QueryState query={mismatches} what="the mismatches" isEmpty={() => items.length === 0} empty={resolved ? "No mismatch was ever found." : "No open mismatch."}>
+        <QueryState
+          query={mismatches}
+          what="the mismatches"
+          isEmpty={() => items.length === 0}
+          empty={resolved ? "No mismatch was ever found." : "No open mismatch."}
+        >
           {() => (
             <>
               <ul className="space-y-3">
@@ -74,11 +94,25 @@ export function Ledger() {
                       <strong>{KIND_LABELS[m.kind] ?? m.kind}</strong> <Time date={m.detectedAt} />
                     </p>
                     <p className="m-0 text-sm">
-                      {m.chargeId && <>Charge <Link href={`/admin/charges/${m.chargeId}`}>{m.chargeId}</Link>. </>}
-                      {m.requestId && <>Request <Link href={`/admin/requests/${m.requestId}`}>#{m.requestId}</Link>. </>}
-                      {m.gatewayChargeId && <>Gateway charge <code>{m.gatewayChargeId}</code>.</>}
+                      {m.chargeId && (
+                        <>
+                          Charge <Link href={`/admin/charges/${m.chargeId}`}>{m.chargeId}</Link>.{" "}
+                        </>
+                      )}
+                      {m.requestId && (
+                        <>
+                          Request <Link href={`/admin/requests/${m.requestId}`}>#{m.requestId}</Link>.{" "}
+                        </>
+                      )}
+                      {m.gatewayChargeId && (
+                        <>
+                          Gateway charge <code>{m.gatewayChargeId}</code>.
+                        </>
+                      )}
                     </p>
-                    <pre className="overflow-x-auto rounded bg-slate-50 p-2 text-xs">{JSON.stringify(m.evidence, null, 2)}</pre>
+                    <pre className="overflow-x-auto rounded bg-slate-50 p-2 text-xs">
+                      {JSON.stringify(m.evidence, null, 2)}
+                    </pre>
                     {m.resolutionNote && <p className="m-0 text-sm muted">Resolved: {m.resolutionNote}</p>}
                   </li>
                 ))}

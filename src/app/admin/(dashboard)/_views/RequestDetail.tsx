@@ -14,29 +14,61 @@ type Detail = RouterOutputs["requests"]["byId"];
 type Entry = Detail["timeline"][number];
 
 /** How each key event reads on the timeline. */
-function describe(e: Entry): { label: string; tone: "progress" | "warning" | "ok" | "danger" | "neutral"; text: string } {
+function describe(e: Entry): {
+  label: string;
+  tone: "progress" | "warning" | "ok" | "danger" | "neutral";
+  text: string;
+} {
   const who = e.otherClient ? ` by another client (${e.otherClient.name})` : "";
   switch (e.kind) {
     case "claimed":
       return { label: "Claimed", tone: "progress", text: "The first request claimed the key and went to the gateway." };
     case "in_progress":
-      return { label: "409", tone: "neutral", text: `A retry arrived while the first was still running: 409 request_in_progress${e.detail ? ` (${e.detail})` : ""}.` };
+      return {
+        label: "409",
+        tone: "neutral",
+        text: `A retry arrived while the first was still running: 409 request_in_progress${e.detail ? ` (${e.detail})` : ""}.`,
+      };
     case "replayed":
-      return { label: "Replayed", tone: "ok", text: `A retry got the stored answer again${e.detail ? ` (${e.detail})` : ""}.` };
+      return {
+        label: "Replayed",
+        tone: "ok",
+        text: `A retry got the stored answer again${e.detail ? ` (${e.detail})` : ""}.`,
+      };
     case "key_reused":
-      return { label: "Reuse", tone: "danger", text: `The key came again with another payload${who}: 422 idempotency_key_reused.` };
+      return {
+        label: "Reuse",
+        tone: "danger",
+        text: `The key came again with another payload${who}: 422 idempotency_key_reused.`,
+      };
     case "released":
-      return { label: "Released", tone: "warning", text: "The gateway's outcome was unknown: the claim was given back for the next retry." };
+      return {
+        label: "Released",
+        tone: "warning",
+        text: "The gateway's outcome was unknown: the claim was given back for the next retry.",
+      };
     case "taken_over":
       return {
         label: "Taken over",
         tone: "warning",
-        text: e.detail === "recovery" ? "The sweeper (or the ledger reconciliation) took the record over to finish it." : "A retry took the claim over.",
+        text:
+          e.detail === "recovery"
+            ? "The sweeper (or the ledger reconciliation) took the record over to finish it."
+            : "A retry took the claim over.",
       };
     case "completed": {
       const [by, status] = (e.detail ?? "").split(" ");
-      const how = by === "reconciled" ? "by the sweeper: the gateway had charged" : by === "abandoned" ? "by the sweeper: the gateway had not charged" : "by the request";
-      return { label: `Completed ${status ?? ""}`.trim(), tone: by === "abandoned" ? "danger" : "ok", text: `The answer was stored, ${how}.` };
+      const how =
+        by === "reconciled"
+          ? "by the sweeper: the gateway had charged"
+          : by === "abandoned"
+            ? "by the sweeper: the gateway had not charged"
+            : "by the request";
+      return {
+        label: `Completed ${status ?? ""}`.trim(),
+        tone: by === "abandoned" ? "danger" : "ok",
+        text: `The answer was stored, ${how}.`,
+      };
     }
   }
 }
@@ -47,7 +79,12 @@ export function RequestDetail({ id }: { id: string }) {
   const trpc = useTRPC();
   const valid = /^\d{1,19}$/.test(id);
   const query = useQuery({ ...trpc.requests.byId.queryOptions({ id }, { refetchInterval: 5_000 }), enabled: valid });
-  if (!valid) return <p role="alert" className="card bad">“{id}” is not a request record id.</p>;
+  if (!valid)
+    return (
+      <p role="alert" className="card bad">
+        “{id}” is not a request record id.
+      </p>
+    );
   return (
     <QueryState query={query} what={`request record ${id}`}>
       {(d) => <Loaded d={d} />}
@@ -60,7 +97,13 @@ function Loaded({ d }: { d: Detail }) {
   const counts = d.counts as Record<string, number | undefined>;
   return (
     <>
-      <PageHeader title={<>Request <code className="break-all">{r.idempotencyKey ?? `keyless #${r.id}`}</code></>}>
+      <PageHeader
+        title={
+          <>
+            Request <code className="break-all">{r.idempotencyKey ?? `keyless #${r.id}`}</code>
+          </>
+        }
+      >
         {r.phase.description}
       </PageHeader>
       <div className="grid gap-4 lg:grid-cols-2">
@@ -72,19 +115,27 @@ function Loaded({ d }: { d: Detail }) {
               <PhaseBadge phase={r.phase} /> attempt {r.attempt}
             </dd>
             <dt>API client</dt>
-            <dd>{r.apiClient.name} (#{r.apiClient.id})</dd>
+            <dd>
+              {r.apiClient.name} (#{r.apiClient.id})
+            </dd>
             <dt>Route</dt>
             <dd>{r.route}</dd>
             <dt>Created</dt>
-            <dd><Time date={r.createdAt} /> ({absolute(r.createdAt)})</dd>
+            <dd>
+              <Time date={r.createdAt} /> ({absolute(r.createdAt)})
+            </dd>
             <dt>Last change</dt>
-            <dd><Time date={r.updatedAt} /></dd>
+            <dd>
+              <Time date={r.updatedAt} />
+            </dd>
             <dt>Expires</dt>
-            <dd><Time date={r.expiresAt} /></dd>
+            <dd>
+              <Time date={r.expiresAt} />
+            </dd>
             <dt>Retries, replays, reuses</dt>
             <dd data-testid="event-counts">
-              {counts.in_progress ?? 0} × 409 while in flight, {counts.replayed ?? 0} replays, {counts.key_reused ?? 0} reuse attempts,{" "}
-              {counts.taken_over ?? 0} take-overs
+              {counts.in_progress ?? 0} × 409 while in flight, {counts.replayed ?? 0} replays, {counts.key_reused ?? 0}{" "}
+              reuse attempts, {counts.taken_over ?? 0} take-overs
             </dd>
           </dl>
         </section>
@@ -94,11 +145,17 @@ function Loaded({ d }: { d: Detail }) {
             <dl className="facts" data-testid="request-fields">
               {Object.entries(r.fields).map(([name, value]) => (
                 <div key={name} className="contents">
-                  <dt><code>{name}</code></dt>
-                  <dd><code>{JSON.stringify(value)}</code></dd>
+                  <dt>
+                    <code>{name}</code>
+                  </dt>
+                  <dd>
+                    <code>{JSON.stringify(value)}</code>
+                  </dd>
                 </div>
               ))}
-              <dt><code>card_token</code></dt>
+              <dt>
+                <code>card_token</code>
+              </dt>
               <dd className="muted">never stored</dd>
             </dl>
           ) : (
@@ -113,7 +170,9 @@ function Loaded({ d }: { d: Detail }) {
         {r.responseBody ? (
           <>
             <p className="mb-1">Status {r.responseStatus}</p>
-            <pre className="overflow-x-auto rounded bg-slate-50 p-3" data-testid="stored-response">{prettyJson(r.responseBody)}</pre>
+            <pre className="overflow-x-auto rounded bg-slate-50 p-3" data-testid="stored-response">
+              {prettyJson(r.responseBody)}
+            </pre>
           </>
         ) : (
           <p className="muted">No answer yet: the request is {r.phase.label.toLowerCase()}.</p>
@@ -122,15 +181,30 @@ function Loaded({ d }: { d: Detail }) {
         {r.charge ? (
           <dl className="facts" data-testid="linked-charge">
             <dt>Charge</dt>
-            <dd><Link href={`/admin/charges/${r.charge.id}`} className="font-mono">{r.charge.id}</Link></dd>
+            <dd>
+              <Link href={`/admin/charges/${r.charge.id}`} className="font-mono">
+                {r.charge.id}
+              </Link>
+            </dd>
             <dt>Amount</dt>
             <dd>{formatMoney(r.charge.amountCents, r.charge.currency)}</dd>
             <dt>Status</dt>
-            <dd>{r.charge.status}{r.charge.failureCode && ` (${r.charge.failureCode})`}</dd>
+            <dd>
+              {r.charge.status}
+              {r.charge.failureCode && ` (${r.charge.failureCode})`}
+            </dd>
             <dt>Customer</dt>
-            <dd>{r.charge.customerId ? <Link href={`/admin/customers/${encodeURIComponent(r.charge.customerId)}`}>{r.charge.customerId}</Link> : "—"}</dd>
+            <dd>
+              {r.charge.customerId ? (
+                <Link href={`/admin/customers/${encodeURIComponent(r.charge.customerId)}`}>{r.charge.customerId}</Link>
+              ) : (
+                "—"
+              )}
+            </dd>
             <dt>Gateway charge</dt>
-            <dd><code>{r.charge.gatewayChargeId}</code></dd>
+            <dd>
+              <code>{r.charge.gatewayChargeId}</code>
+            </dd>
           </dl>
         ) : (
           <p className="muted">No charge recorded for this request.</p>
@@ -144,7 +218,11 @@ function Loaded({ d }: { d: Detail }) {
           {d.timeline.map((e) => {
             const { label, tone, text } = describe(e);
             return (
-              <li key={e.id} className="flex flex-wrap items-baseline gap-x-3 gap-y-1 border-l-2 border-slate-300 pl-3" data-kind={e.kind}>
+              <li
+                key={e.id}
+                className="flex flex-wrap items-baseline gap-x-3 gap-y-1 border-l-2 border-slate-300 pl-3"
+                data-kind={e.kind}
+              >
                 <Badge tone={tone}>{label}</Badge>
                 <span className="min-w-0 flex-1">{text}</span>
                 <span className="text-sm muted">
@@ -169,7 +247,10 @@ function Loaded({ d }: { d: Detail }) {
                 <p className="m-0">
                   <Time date={u.at} />:{" "}
                   {u.otherClient ? (
-                    <>another client, <strong>{u.otherClient.name}</strong>, sent this key. What it sent is not shown here.</>
+                    <>
+                      another client, <strong>{u.otherClient.name}</strong>, sent this key. What it sent is not shown
+                      here.
+                    </>
                   ) : (
                     <>the same client sent this key with another payload.</>
                   )}
@@ -178,20 +259,34 @@ function Loaded({ d }: { d: Detail }) {
                   <table className="data-table mt-1 max-w-xl">
                     <caption>Fields that differed</caption>
                     <thead>
-                      <tr><th scope="col">Field</th><th scope="col">First request</th><th scope="col">This attempt</th></tr>
+                      <tr>
+                        <th scope="col">Field</th>
+                        <th scope="col">First request</th>
+                        <th scope="col">This attempt</th>
+                      </tr>
                     </thead>
                     <tbody>
                       {u.diff.differences.map((f) => (
                         <tr key={f.field}>
-                          <td><code>{f.field}</code></td>
-                          <td><code>{show(f.stored)}</code></td>
-                          <td><code>{show(f.attempted)}</code></td>
+                          <td>
+                            <code>{f.field}</code>
+                          </td>
+                          <td>
+                            <code>{show(f.stored)}</code>
+                          </td>
+                          <td>
+                            <code>{show(f.attempted)}</code>
+                          </td>
                         </tr>
                       ))}
                       {u.diff.cardToken === "differed" && (
                         <tr>
-                          <td><code>card_token</code></td>
-                          <td colSpan={2}>differed (not stored; every other field is the same, the request hash is not)</td>
+                          <td>
+                            <code>card_token</code>
+                          </td>
+                          <td colSpan={2}>
+                            differed (not stored; every other field is the same, the request hash is not)
+                          </td>
                         </tr>
                       )}
                     </tbody>

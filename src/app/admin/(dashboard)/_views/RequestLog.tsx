@@ -16,7 +16,16 @@ import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
 import { SearchResults } from "./SearchResults";
 
-const PHASES = ["in_progress", "held", "lease_expired", "released", "complete", "request", "reconciled", "abandoned"] as const;
+const PHASES = [
+  "in_progress",
+  "held",
+  "lease_expired",
+  "released",
+  "complete",
+  "request",
+  "reconciled",
+  "abandoned",
+] as const;
 const STATUSES = ["201", "402", "500", "none"] as const;
 const HOUR = 3_600_000;
 
@@ -49,7 +58,11 @@ const columns: ColumnDef<Item>[] = [
   {
     header: "Customer",
     cell: ({ row: { original: r } }) =>
-      r.customerId ? <Link href={`/admin/customers/${encodeURIComponent(r.customerId)}`}>{r.customerId}</Link> : <span className="muted">—</span>,
+      r.customerId ? (
+        <Link href={`/admin/customers/${encodeURIComponent(r.customerId)}`}>{r.customerId}</Link>
+      ) : (
+        <span className="muted">—</span>
+      ),
   },
   {
     header: "Charge",
@@ -97,8 +110,8 @@ export function RequestLog() {
   return (
     <>
       <PageHeader title="Request log">
-        Every charge request, keyed and keyless, newest first. Filters and the search are part of the address, so a
-        link shows what you see. States are the record lifecycle&apos;s.
+        Every charge request, keyed and keyless, newest first. Filters and the search are part of the address, so a link
+        shows what you see. States are the record lifecycle&apos;s.
       </PageHeader>
 
       <form
@@ -109,7 +122,12 @@ export function RequestLog() {
       >
         <label className="field min-w-0 flex-1">
           Search by the start of an idempotency key, charge id or customer id
-          <input className="input" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e.g. 8e03 or ch_4f or cus_12" />
+          <input
+            className="input"
+            value={search}
+            onChange={(e) => setSearch(e.target.value)}
+            placeholder="e.g. 8e03 or ch_4f or cus_12"
+          />
         </label>
         <button type="submit" className="btn">
           Search
@@ -127,7 +145,11 @@ export function RequestLog() {
       <section aria-label="Filters" className="card grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-4">
         <label className="field">
           State
-          <select className="input" value={params.phase ?? ""} onChange={(e) => void setParams({ phase: (e.target.value || null) as never })}>
+          <select
+            className="input"
+            value={params.phase ?? ""}
+            onChange={(e) => void setParams({ phase: (e.target.value || null) as never })}
+          >
             <option value="">any</option>
             {PHASES.map((p) => (
               <option key={p} value={p}>
@@ -138,7 +160,11 @@ export function RequestLog() {
         </label>
         <label className="field">
           Stored status
-          <select className="input" value={params.status ?? ""} onChange={(e) => void setParams({ status: (e.target.value || null) as never })}>
+          <select
+            className="input"
+            value={params.status ?? ""}
+            onChange={(e) => void setParams({ status: (e.target.value || null) as never })}
+          >
             <option value="">any</option>
             {STATUSES.map((s) => (
               <option key={s} value={s}>
@@ -149,14 +175,24 @@ export function RequestLog() {
         </label>
         <label className="field">
           Route
-          <select className="input" value={params.route ?? ""} onChange={(e) => void setParams({ route: e.target.value || null })}>
+          <select
+            className="input"
+            value={params.route ?? ""}
+            onChange={(e) => void setParams({ route: e.target.value || null })}
+          >
             <option value="">any</option>
-            {options.data?.routes.map((r) => <option key={r}>{r}</option>)}
+            {options.data?.routes.map((r) => (
+              <option key={r}>{r}</option>
+            ))}
           </select>
         </label>
         <label className="field">
           API client
-          <select className="input" value={params.client ?? ""} onChange={(e) => void setParams({ client: e.target.value ? Number(e.target.value) : null })}>
+          <select
+            className="input"
+            value={params.client ?? ""}
+            onChange={(e) => void setParams({ client: e.target.value ? Number(e.target.value) : null })}
+          >
             <option value="">any</option>
             {options.data?.clients.map((c) => (
               <option key={c.id} value={c.id}>
@@ -177,22 +213,47 @@ export function RequestLog() {
         </label>
         <label className="field">
           Created from (UTC)
-          <input className="input" type="datetime-local" value={toInputValue(params.since)} onChange={(e) => void setParams({ since: fromInputValue(e.target.value) })} />
+          <input
+            className="input"
+            type="datetime-local"
+            value={toInputValue(params.since)}
+            onChange={(e) => void setParams({ since: fromInputValue(e.target.value) })}
+          />
         </label>
         <label className="field">
           Created until (UTC)
-          <input className="input" type="datetime-local" value={toInputValue(params.until)} onChange={(e) => void setParams({ until: fromInputValue(e.target.value) })} />
+          <input
+            className="input"
+            type="datetime-local"
+            value={toInputValue(params.until)}
+            onChange={(e) => void setParams({ until: fromInputValue(e.target.value) })}
+          />
         </label>
         <div className="flex flex-wrap items-end gap-2">
           {[1, 24, 168].map((h) => (
-            <button key={h} type="button" className="btn-secondary" onClick={() => void setParams({ since: new Date(Date.now() - h * HOUR), until: null })}>
+            <button
+              key={h}
+              type="button"
+              className="btn-secondary"
+              onClick={() => void setParams({ since: new Date(Date.now() - h * HOUR), until: null })}
+            >
               Last {h === 168 ? "7 days" : `${h} h`}
             </button>
           ))}
           <button
             type="button"
             className="btn-secondary"
-            onClick={() => void setParams({ phase: null, status: null, route: null, client: null, customer: null, since: null, until: null })}
+            onClick={() =>
+              void setParams({
+                phase: null,
+                status: null,
+                route: null,
+                client: null,
+                customer: null,
+                since: null,
+                until: null,
+              })
+            }
           >
             Reset filters
           </button>
@@ -201,14 +262,29 @@ export function RequestLog() {
 
       <div className="flex flex-wrap items-baseline justify-between gap-2">
         <p className="m-0 font-medium" data-testid="request-count">
-          {count.data ? `${formatCount(count.data)} matching requests` : count.error ? "Count unavailable" : "Counting…"}
+          {count.data
+            ? `${formatCount(count.data)} matching requests`
+            : count.error
+              ? "Count unavailable"
+              : "Counting…"}
         </p>
         <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
       </div>
-      <QueryState query={list} what="the request log" isEmpty={() => items.length === 0} empty="No request matches these filters.">
+      <QueryState
+        query={list}
+        what="the request log"
+        isEmpty={() => items.length === 0}
+        empty="No request matches these filters."
+      >
         {() => (
           <>
-            <DataTable caption="Requests, newest first" columns={columns} data={items} rowId={(r) => r.id} testId="request-log" />
+            <DataTable
+              caption="Requests, newest first"
+              columns={columns}
+              data={items}
+              rowId={(r) => r.id}
+              testId="request-log"
+            />
             <LoadMore query={list} />
           </>
         )}
@@ -223,13 +299,20 @@ function SweepLine() {
   const run = sweep.data?.lastRun;
   return (
     <p className="text-sm muted" data-testid="sweep-status">
-      {sweep.isPending
-        ? "Loading the sweeper's status…"
-        : sweep.error
-          ? `Sweeper status unavailable: ${sweep.error.message}`
-          : run
-            ? <>Sweeper: last run <Time date={run.startedAt} /> on {run.instance}: reaped {run.reaped}, reconciled {run.reconciled}, pruned {run.pruned}{run.error && <span className="bad"> — failed: {run.error}</span>}. About {sweep.data!.approximateRecords.toLocaleString("en")} records.</>
-            : "Sweeper: never ran."}
+      {sweep.isPending ? (
+        "Loading the sweeper's status…"
+      ) : sweep.error ? (
+        `Sweeper status unavailable: ${sweep.error.message}`
+      ) : run ? (
+        <>
+          Sweeper: last run <Time date={run.startedAt} /> on {run.instance}: reaped {run.reaped}, reconciled{" "}
+          {run.reconciled}, pruned {run.pruned}
+          {run.error && <span className="bad"> — failed: {run.error}</span>}. About{" "}
+          {sweep.data!.approximateRecords.toLocaleString("en")} records.
+        </>
+      ) : (
+        "Sweeper: never ran."
+      )}
     </p>
   );
 }

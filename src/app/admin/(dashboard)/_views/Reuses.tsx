@@ -20,20 +20,37 @@ const columns = (cross: boolean): ColumnDef<Group>[] => [
   { header: "Attempts", cell: ({ row }) => row.original.attempts },
   { header: "Last attempt", cell: ({ row }) => <Time date={row.original.lastAt} /> },
   { header: "Key owner", cell: ({ row }) => row.original.owner.name },
-  ...(cross ? [{ header: "Tried by", cell: ({ row }: { row: { original: Group } }) => row.original.attemptedBy.map((c) => c.name).join(", ") }] : []),
+  ...(cross
+    ? [
+        {
+          header: "Tried by",
+          cell: ({ row }: { row: { original: Group } }) => row.original.attemptedBy.map((c) => c.name).join(", "),
+        },
+      ]
+    : []),
   {
     header: "Original record",
     cell: ({ row: { original: g } }) =>
-      g.original ? <Link href={`/admin/requests/${g.original.id}`}>record #{g.original.id}</Link> : <span className="muted">expired</span>,
+      g.original ? (
+        <Link href={`/admin/requests/${g.original.id}`}>record #{g.original.id}</Link>
+      ) : (
+        <span className="muted">expired</span>
+      ),
   },
 ];
 
 export function Reuses() {
   const trpc = useTRPC();
-  const [kind, setKind] = useQueryState("kind", parseAsStringLiteral(["same_client", "cross_client"] as const).withDefault("same_client"));
+  const [kind, setKind] = useQueryState(
+    "kind",
+    parseAsStringLiteral(["same_client", "cross_client"] as const).withDefault("same_client"),
+  );
   const counts = useQuery(trpc.requests.reuseCounts.queryOptions(undefined, { refetchInterval: 10_000 }));
   const list = useInfiniteQuery(
-    trpc.requests.reuses.infiniteQueryOptions({ kind, limit: 50 }, { getNextPageParam: (p) => p.nextCursor, refetchInterval: 5_000 }),
+    trpc.requests.reuses.infiniteQueryOptions(
+      { kind, limit: 50 },
+      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 5_000 },
+    ),
   );
   const groups = list.data?.pages.flatMap((p) => p.groups) ?? [];
   const tabs = [
@@ -49,17 +66,32 @@ export function Reuses() {
       </PageHeader>
       <div role="group" aria-label="Kind of reuse" className="flex flex-wrap gap-2">
         {tabs.map((t) => (
-          <button key={t.value} type="button" aria-pressed={kind === t.value} className={kind === t.value ? "btn" : "btn-secondary"} onClick={() => void setKind(t.value)}>
+          <button
+            key={t.value}
+            type="button"
+            aria-pressed={kind === t.value}
+            className={kind === t.value ? "btn" : "btn-secondary"}
+            onClick={() => void setKind(t.value)}
+          >
             {t.label} {t.count && `(${formatCount(t.count)})`}
           </button>
         ))}
       </div>
       <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${groups.length} keys shown.`} />
-      <QueryState query={list} what="key reuses" isEmpty={() => groups.length === 0} empty="No key was reused this way.">
+      <QueryState
+        query={list}
+        what="key reuses"
+        isEmpty={() => groups.length === 0}
+        empty="No key was reused this way."
+      >
         {() => (
           <>
             <DataTable
-              caption={kind === "cross_client" ? "Keys another client tried, latest first" : "Keys reused by their own client, latest first"}
+              caption={
+                kind === "cross_client"
+                  ? "Keys another client tried, latest first"
+                  : "Keys reused by their own client, latest first"
+              }
               columns={columns(kind === "cross_client")}
               data={groups}
               rowId={(g) => `${g.route}:${g.idempotencyKey}`}

@@ -26,15 +26,22 @@ export function Rollout() {
   });
   const me = useQuery(trpc.account.me.queryOptions());
   const status = useQuery(trpc.rollout.status.queryOptions(undefined, { refetchInterval: 15_000 }));
-  const chosen = params.clients.length ? params.clients : (status.data?.blocking.slice(0, 3).map((b) => b.apiClientId) ?? []);
-  const series = useQuery(trpc.rollout.series.queryOptions({ granularity: params.granularity, clientIds: chosen.slice(0, MAX_LINES) }, { refetchInterval: 60_000 }));
+  const chosen = params.clients.length
+    ? params.clients
+    : (status.data?.blocking.slice(0, 3).map((b) => b.apiClientId) ?? []);
+  const series = useQuery(
+    trpc.rollout.series.queryOptions(
+      { granularity: params.granularity, clientIds: chosen.slice(0, MAX_LINES) },
+      { refetchInterval: 60_000 },
+    ),
+  );
   const engineer = me.data?.role === "engineer";
 
   return (
     <>
       <PageHeader title="Idempotency-Key rollout">
-        Keyless requests are accepted and counted while the mode is optional. Require the header once a client, or all of
-        them, send none.
+        Keyless requests are accepted and counted while the mode is optional. Require the header once a client, or all
+        of them, send none.
       </PageHeader>
       <QueryState query={status} what="the rollout status">
         {(s) => (
@@ -45,7 +52,12 @@ export function Rollout() {
                 <h2>Keyless share over time</h2>
                 <label className="field">
                   Period
-                  <select className="input" aria-label="Granularity" value={params.granularity} onChange={(e) => void setParams({ granularity: e.target.value as "hour" | "day" })}>
+                  <select
+                    className="input"
+                    aria-label="Granularity"
+                    value={params.granularity}
+                    onChange={(e) => void setParams({ granularity: e.target.value as "hour" | "day" })}
+                  >
                     <option value="hour">hourly, last 48 h</option>
                     <option value="day">daily, last 30 days</option>
                   </select>
@@ -63,7 +75,11 @@ export function Rollout() {
                         checked={chosen.includes(c.apiClientId)}
                         disabled={!chosen.includes(c.apiClientId) && chosen.length >= MAX_LINES}
                         onChange={(e) =>
-                          void setParams({ clients: e.target.checked ? [...chosen, c.apiClientId] : chosen.filter((id) => id !== c.apiClientId) })
+                          void setParams({
+                            clients: e.target.checked
+                              ? [...chosen, c.apiClientId]
+                              : chosen.filter((id) => id !== c.apiClientId),
+                          })
                         }
                       />
                       {c.name}
@@ -72,7 +88,12 @@ export function Rollout() {
               </fieldset>
               <QueryState query={series} what="the keyless share">
                 {(data) => (
-                  <KeylessChart series={data} granularity={params.granularity} windowStart={s.windowStart} names={new Map(s.clients.map((c) => [c.apiClientId, c.name]))} />
+                  <KeylessChart
+                    series={data}
+                    granularity={params.granularity}
+                    windowStart={s.windowStart}
+                    names={new Map(s.clients.map((c) => [c.apiClientId, c.name]))}
+                  />
                 )}
               </QueryState>
             </section>
@@ -103,18 +124,22 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
       <p className="m-0 text-lg">
         Mode: <strong data-testid="current-mode">{s.mode}</strong>{" "}
         <span className="muted text-base">
-          {s.mode === "optional" ? "— keyless charges are accepted and counted." : "— keyless charges get 400 idempotency_key_required."}
+          {s.mode === "optional"
+            ? "— keyless charges are accepted and counted."
+            : "— keyless charges get 400 idempotency_key_required."}
         </span>
       </p>
       <div data-testid="safe-to-enforce" className="space-y-1">
         {s.mode === "required" ? (
           <p className="good m-0 font-medium">
-            Enforced for every client: {s.rejectedInWindow.toLocaleString("en")} keyless requests refused in the last {s.windowHours} h (per client below).
+            Enforced for every client: {s.rejectedInWindow.toLocaleString("en")} keyless requests refused in the last{" "}
+            {s.windowHours} h (per client below).
           </p>
         ) : s.safeToEnforce ? (
           <p className="good m-0 font-medium">
-            Safe to enforce: no keyless request accepted in the last {s.windowHours} h, {s.evidence.keyedInWindow.toLocaleString("en")} keyed
-            requests in that window, counts going back {Math.floor(s.evidence.observedHours)} h.
+            Safe to enforce: no keyless request accepted in the last {s.windowHours} h,{" "}
+            {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in that window, counts going back{" "}
+            {Math.floor(s.evidence.observedHours)} h.
           </p>
         ) : (
           <>
@@ -122,34 +147,43 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
             <ul className="list-disc pl-5 text-sm">
               {s.blocking.length > 0 && (
                 <li>
-                  Blocking: {s.blocking.map((b, i) => (
+                  Blocking:{" "}
+                  {s.blocking.map((b, i) => (
                     <span key={b.apiClientId}>
                       {i > 0 && ", "}
-                      <strong>{b.name}</strong> ({b.keyless.toLocaleString("en")} keyless accepted, clean from {absolute(b.cleanAt)} if it stops now)
+                      <strong>{b.name}</strong> ({b.keyless.toLocaleString("en")} keyless accepted, clean from{" "}
+                      {absolute(b.cleanAt)} if it stops now)
                     </span>
                   ))}
                 </li>
               )}
               {!s.evidence.enoughKeyed && (
                 <li>
-                  Too little evidence: {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in the last {s.windowHours} h, at least{" "}
-                  {s.evidence.minKeyed.toLocaleString("en")} are needed (SAFE_TO_ENFORCE_MIN_KEYED).
+                  Too little evidence: {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in the last{" "}
+                  {s.windowHours} h, at least {s.evidence.minKeyed.toLocaleString("en")} are needed
+                  (SAFE_TO_ENFORCE_MIN_KEYED).
                 </li>
               )}
               {!s.evidence.enoughHistory && (
                 <li>
-                  Too short a history: counts go back {Math.floor(s.evidence.observedHours)} h, at least {s.evidence.minHoursObserved} h are needed
-                  (SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED).
+                  Too short a history: counts go back {Math.floor(s.evidence.observedHours)} h, at least{" "}
+                  {s.evidence.minHoursObserved} h are needed (SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED).
                 </li>
               )}
-              {s.safeAt && <li>Earliest it could turn safe if the blocking clients stopped now: {absolute(s.safeAt)}.</li>}
+              {s.safeAt && (
+                <li>Earliest it could turn safe if the blocking clients stopped now: {absolute(s.safeAt)}.</li>
+              )}
             </ul>
           </>
         )}
       </div>
       {!roleKnown ? null : engineer ? (
         <ConfirmDialog
-          trigger={<button type="button" className={next === "required" ? "btn" : "btn-secondary"}>Switch to {next}</button>}
+          trigger={
+            <button type="button" className={next === "required" ? "btn" : "btn-secondary"}>
+              Switch to {next}
+            </button>
+          }
           title={`Switch the mode to ${next}?`}
           confirmLabel={`Switch to ${next}`}
           pending={setMode.isPending}
@@ -158,10 +192,15 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
         >
           {next === "required" ? (
             impact.length === 0 ? (
-              <p>No client sent an accepted keyless request since {since} UTC: nothing that ran then would be refused.</p>
+              <p>
+                No client sent an accepted keyless request since {since} UTC: nothing that ran then would be refused.
+              </p>
             ) : (
               <>
-                <p>These clients sent keyless requests since {since} UTC; from now on such requests get 400 idempotency_key_required:</p>
+                <p>
+                  These clients sent keyless requests since {since} UTC; from now on such requests get 400
+                  idempotency_key_required:
+                </p>
                 <ul className="list-disc pl-5" data-testid="switch-impact">
                   {impact.map((c) => (
                     <li key={c.apiClientId}>
@@ -192,7 +231,11 @@ function ClientSwitch({ c }: { c: ClientRow }) {
   return (
     <ConfirmDialog
       trigger={
-        <button type="button" className="btn-secondary whitespace-nowrap" aria-label={required ? `Follow the global mode for ${c.name}` : `Require the header for ${c.name}`}>
+        <button
+          type="button"
+          className="btn-secondary whitespace-nowrap"
+          aria-label={required ? `Follow the global mode for ${c.name}` : `Require the header for ${c.name}`}
+        >
           {required ? "Follow global mode" : "Require header"}
         </button>
       }
@@ -222,15 +265,41 @@ function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
     {
       header: "Header",
       cell: ({ row: { original: c } }) =>
-        c.enforced === "global" ? <Badge tone="ok">required (global)</Badge> : c.enforced === "client" ? <Badge tone="ok" title={`since ${absolute(c.keyRequiredSince)}`}>required for this client</Badge> : <Badge>optional</Badge>,
+        c.enforced === "global" ? (
+          <Badge tone="ok">required (global)</Badge>
+        ) : c.enforced === "client" ? (
+          <Badge tone="ok" title={`since ${absolute(c.keyRequiredSince)}`}>
+            required for this client
+          </Badge>
+        ) : (
+          <Badge>optional</Badge>
+        ),
     },
     { header: "Keyed", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
     { header: "Keyless", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
     { header: "Refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
     { header: "Keyless share", cell: ({ row }) => percent(row.original.keylessShare) },
     { header: "Last keyless", cell: ({ row }) => <Time date={row.original.lastKeylessAt} /> },
-    { header: "Clean from", cell: ({ row }) => (row.original.cleanAt ? absolute(row.original.cleanAt) : row.original.blocking ? "" : <span className="good">now</span>) },
-    ...(engineer && s.mode === "optional" ? [{ id: "action", header: "Action", cell: ({ row }: { row: { original: ClientRow } }) => <ClientSwitch c={row.original} /> }] : []),
+    {
+      header: "Clean from",
+      cell: ({ row }) =>
+        row.original.cleanAt ? (
+          absolute(row.original.cleanAt)
+        ) : row.original.blocking ? (
+          ""
+        ) : (
+          <span className="good">now</span>
+        ),
+    },
+    ...(engineer && s.mode === "optional"
+      ? [
+          {
+            id: "action",
+            header: "Action",
+            cell: ({ row }: { row: { original: ClientRow } }) => <ClientSwitch c={row.original} />,
+          },
+        ]
+      : []),
   ];
   return (
     <section className="space-y-2" aria-label="By API client">
@@ -243,25 +312,35 @@ function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
         highlight={(c) => c.blocking}
         testId="clients-keyless"
       />
-      <p className="muted text-xs">Keyless requests are counted before they are answered; keyed counts can lag by a second.</p>
+      <p className="muted text-xs">
+        Keyless requests are counted before they are answered; keyed counts can lag by a second.
+      </p>
     </section>
   );
 }
 
 function ModeChanges() {
   const trpc = useTRPC();
-  const log = useInfiniteQuery(trpc.rollout.modeChanges.infiniteQueryOptions({ limit: 10 }, { getNextPageParam: (p) => p.nextCursor }));
+  const log = useInfiniteQuery(
+    trpc.rollout.modeChanges.infiniteQueryOptions({ limit: 10 }, { getNextPageParam: (p) => p.nextCursor }),
+  );
   const items = log.data?.pages.flatMap((p) => p.items) ?? [];
   return (
     <section className="card" data-testid="audit-log" aria-label="Mode changes">
       <h2 className="mb-2">Mode changes</h2>
-      <QueryState query={log} what="the mode changes" isEmpty={() => items.length === 0} empty="The mode has never been changed.">
+      <QueryState
+        query={log}
+        what="the mode changes"
+        isEmpty={() => items.length === 0}
+        empty="The mode has never been changed."
+      >
         {() => (
           <>
             <ul className="space-y-1 text-sm">
               {items.map((e) => (
                 <li key={e.id}>
-                  <Time date={e.createdAt} />: {e.actor} switched {e.scope === "global" ? "the global mode" : `client #${e.targetId}`} {e.from} → {e.to}
+                  <Time date={e.createdAt} />: {e.actor} switched{" "}
+                  {e.scope === "global" ? "the global mode" : `client #${e.targetId}`} {e.from} → {e.to}
                   {e.reason && <span className="muted"> — “{e.reason}”</span>}
                 </li>
               ))}

@@ -64,58 +64,63 @@ export function Staff() {
       </section>
 
       <section className="card space-y-3">
-        <div className="table-box"><table className="data-table">
-          <thead>
-            <tr>
-              <th>E-mail</th>
-              <th>Name</th>
-              <th>Role</th>
-              <th>Two-factor</th>
-              <th>Sessions</th>
-              <th>Status</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {staff.data?.map((u) => (
-              <tr key={u.id} aria-label={u.email}>
-                <td>{u.email}</td>
-                <td>{u.name}</td>
-                <td>
-                  <select className="input"
-                    aria-label={`Role of ${u.email}`}
-                    value={u.role}
-                    onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value as Role })}
-                  >
-                    <option value="support">support</option>
-                    <option value="engineer">engineer</option>
-                  </select>
-                </td>
-                <td>
-                  {u.twoFactor ? "on" : "off"}
-                  {u.twoFactor && (
-                    <button className="btn"
-                      aria-label={`Reset two-factor of ${u.email}`}
-                      onClick={() => resetTwoFactor.mutate({ userId: u.id })}
-                    >
-                      Reset
-                    </button>
-                  )}
-                </td>
-                <td>{u.activeSessions}</td>
-                <td>{u.disabledAt ? `disabled ${absolute(u.disabledAt)}` : "active"}</td>
-                <td>
-                  <button className="btn"
-                    aria-label={`${u.disabledAt ? "Enable" : "Disable"} ${u.email}`}
-                    onClick={() => setDisabled.mutate({ userId: u.id, disabled: !u.disabledAt })}
-                  >
-                    {u.disabledAt ? "Enable" : "Disable"}
-                  </button>
-                </td>
+        <div className="table-box">
+          <table className="data-table">
+            <thead>
+              <tr>
+                <th>E-mail</th>
+                <th>Name</th>
+                <th>Role</th>
+                <th>Two-factor</th>
+                <th>Sessions</th>
+                <th>Status</th>
+                <th />
               </tr>
-            ))}
-          </tbody>
-        </table></div>
+            </thead>
+            <tbody>
+              {staff.data?.map((u) => (
+                <tr key={u.id} aria-label={u.email}>
+                  <td>{u.email}</td>
+                  <td>{u.name}</td>
+                  <td>
+                    <select
+                      className="input"
+                      aria-label={`Role of ${u.email}`}
+                      value={u.role}
+                      onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value as Role })}
+                    >
+                      <option value="support">support</option>
+                      <option value="engineer">engineer</option>
+                    </select>
+                  </td>
+                  <td>
+                    {u.twoFactor ? "on" : "off"}
+                    {u.twoFactor && (
+                      <button
+                        className="btn"
+                        aria-label={`Reset two-factor of ${u.email}`}
+                        onClick={() => resetTwoFactor.mutate({ userId: u.id })}
+                      >
+                        Reset
+                      </button>
+                    )}
+                  </td>
+                  <td>{u.activeSessions}</td>
+                  <td>{u.disabledAt ? `disabled ${absolute(u.disabledAt)}` : "active"}</td>
+                  <td>
+                    <button
+                      className="btn"
+                      aria-label={`${u.disabledAt ? "Enable" : "Disable"} ${u.email}`}
+                      onClick={() => setDisabled.mutate({ userId: u.id, disabled: !u.disabledAt })}
+                    >
+                      {u.disabledAt ? "Enable" : "Disable"}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
         <p className="muted">
           Changing a role, disabling or resetting two-factor ends that person&apos;s sessions at once.
         </p>

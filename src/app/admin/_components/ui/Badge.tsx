@@ -8,9 +8,20 @@ const TONES = {
 } as const;
 export type BadgeTone = keyof typeof TONES;
 
-export function Badge({ tone = "neutral", title, children }: { tone?: BadgeTone; title?: string; children: React.ReactNode }) {
+export function Badge({
+  tone = "neutral",
+  title,
+  children,
+}: {
+  tone?: BadgeTone;
+  title?: string;
+  children: React.ReactNode;
+}) {
   return (
-    <span title={title} className={`inline-flex items-center rounded-full px-2 py-0.5 text-xs font-medium whitespace-nowrap ring-1 ring-inset ${TONES[tone]}`}>
+    <span
+      title={title}
+      className={`inline-flex items-center rounded-full px-2 py-0.5 text-xs font-medium whitespace-nowrap ring-1 ring-inset ${TONES[tone]}`}
+    >
       {children}
     </span>
   );

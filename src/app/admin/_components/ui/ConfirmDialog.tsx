@@ -41,7 +41,10 @@ export function ConfirmDialog({
             className="mt-4 grid gap-3"
             onSubmit={async (e) => {
               e.preventDefault();
-              await onConfirm(reason.trim()).then(() => setOpen(false), () => {});
+              await onConfirm(reason.trim()).then(
+                () => setOpen(false),
+                () => {},
+              );
             }}
           >
             <label className="field">

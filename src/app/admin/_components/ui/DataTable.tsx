@@ -52,10 +52,19 @@ export function DataTable<T>({
 }
 
 /** "Load more" for a cursor-paged list. */
-export function LoadMore({ query }: { query: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown } }) {
+export function LoadMore({
+  query,
+}: {
+  query: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown };
+}) {
   if (!query.hasNextPage) return null;
   return (
-    <button type="button" className="btn-secondary mt-3" onClick={() => query.fetchNextPage()} disabled={query.isFetchingNextPage}>
+    <button
+      type="button"
+      className="btn-secondary mt-3"
+      onClick={() => query.fetchNextPage()}
+      disabled={query.isFetchingNextPage}
+    >
       {query.isFetchingNextPage ? "Loading…" : "Load more"}
     </button>
   );

@@ -34,7 +34,13 @@ export function QueryState<T>({
   return (
     <>
       {query.error && <Failed what={what} error={query.error} retry={query.refetch} stale />}
-      {isEmpty?.(query.data) ? <p className="card muted" data-testid="empty-state">{empty ?? "Nothing here."}</p> : children(query.data)}
+      {isEmpty?.(query.data) ? (
+        <p className="card muted" data-testid="empty-state">
+          {empty ?? "Nothing here."}
+        </p>
+      ) : (
+        children(query.data)
+      )}
     </>
   );
 }
@@ -62,7 +68,9 @@ export function Failed({
   return (
     <div role="alert" className="card flex flex-wrap items-center justify-between gap-3 border-red-300 bg-red-50">
       <p className="bad m-0">
-        {notFound ? error!.message : `Could not load ${what}${stale ? " (showing the last answer)" : ""}: ${error?.message ?? "no answer"}`}
+        {notFound
+          ? error!.message
+          : `Could not load ${what}${stale ? " (showing the last answer)" : ""}: ${error?.message ?? "no answer"}`}
       </p>
       {!notFound && (
         <button type="button" className="btn-secondary" onClick={() => retry()}>

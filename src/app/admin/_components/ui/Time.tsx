@@ -9,7 +9,11 @@ export function Time({ date, now }: { date: Date | null | undefined; now?: Date 
   return (
     <Tooltip.Root delayDuration={200}>
       <Tooltip.Trigger asChild>
-        <time dateTime={date.toISOString()} tabIndex={0} className="cursor-help whitespace-nowrap underline decoration-dotted decoration-slate-400">
+        <time
+          dateTime={date.toISOString()}
+          tabIndex={0}
+          className="cursor-help whitespace-nowrap underline decoration-dotted decoration-slate-400"
+        >
           {relative(date, now)}
         </time>
       </Tooltip.Trigger>
