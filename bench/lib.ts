@@ -18,7 +18,8 @@ const slot = Number(process.env.TEST_SLOT ?? 0);
 const BENCH_DB = slot === 0 ? "charges_bench" : `charges_bench${slot}`;
 export const BENCH_PORTS = { app: 3200 + 20 * slot, gateway: 4210 + 20 * slot };
 
-export async function startBenchStack(extraEnv: Record<string, string> = {}) {
+/** `fresh: false` keeps the database of the last run (bench:dashboard --reuse: its seeding takes a quarter of an hour). */
+export async function startBenchStack(extraEnv: Record<string, string> = {}, { fresh = true } = {}) {
   const base = new URL(process.env.DATABASE_URL ?? DEFAULT_URL);
   base.pathname = `/${BENCH_DB}`;
   const databaseUrl = base.toString();
@@ -34,7 +35,7 @@ export async function startBenchStack(extraEnv: Record<string, string> = {}) {
     ...extraEnv,
   };
   Object.assign(process.env, env);
-  await prepareDatabase(databaseUrl, { fresh: true });
+  await prepareDatabase(databaseUrl, { fresh });
   await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
   if (!process.argv.includes("--no-build")) await run("next", ["build"], { ...env, NODE_ENV: "production" });
   const services: Service[] = [];

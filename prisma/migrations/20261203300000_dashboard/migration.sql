@@ -16,8 +16,10 @@ CREATE INDEX `idempotent_requests_created_idx` ON `idempotent_requests`(`created
 CREATE INDEX `idempotent_requests_customer_idx` ON `idempotent_requests`(`customer_id`, `created_at`);
 CREATE INDEX `idempotent_requests_status_idx` ON `idempotent_requests`(`response_status`, `created_at`);
 
--- A customer's charges newest first (and the duplicate check's window) without a sort.
-CREATE INDEX `charges_customer_created_idx` ON `charges`(`customer_id`, `created_at`);
+-- A customer's charges newest first without a sort; it also covers the duplicate check's probe (same client,
+-- amount, currency and status within a window), which then never reads the rows themselves.
+CREATE INDEX `charges_customer_created_idx`
+    ON `charges`(`customer_id`, `created_at`, `api_client_id`, `amount_cents`, `currency`, `status`);
 DROP INDEX `charges_customer_idx` ON `charges`;
 
 -- For a reuse from the same client only: the fields it attempted (never the

@@ -14,6 +14,7 @@
  * OVERLAP_MS before the last one ended.
  */
 import { z } from "zod";
+import { Prisma } from "~/generated/prisma/client";
 import { db } from "~/server/db";
 import { before, cond, cursorOf, cursorSchema, where } from "~/server/requests/sql";
 import { MAX_WINDOW_MINUTES, windowMinutes } from "./charges";
@@ -27,26 +28,51 @@ const STEP_MS = 3_600_000;
 /** A first scan looks back this far. */
 const FIRST_SCAN_MS = 24 * 3_600_000;
 
-/** Records the possible duplicates among charges created in [since, until); how many new ones. */
+type Pair = {
+  id: string;
+  earlierId: string;
+  apiClientId: number;
+  customerId: string;
+  amountCents: number;
+  currency: string;
+  gapMs: bigint | number;
+  createdAt: Date;
+};
+
+/**
+ * Records the possible duplicates among charges created in [since, until); how
+ * many new ones. A plain read first (a consistent read takes no locks, so the
+ * charges being written meanwhile never wait on it), then one INSERT of what
+ * it found.
+ */
 export async function recordPossibleDuplicates(since: Date, until: Date): Promise<number> {
-  return db.$executeRaw`
-    INSERT IGNORE INTO possible_duplicate_charges
-      (charge_id, earlier_charge_id, api_client_id, customer_id, amount_cents, currency, gap_ms, charge_created_at,
-       found_at)
-    SELECT d.id, e.id, d.api_client_id, d.customer_id, d.amount_cents, d.currency,
-           TIMESTAMPDIFF(MICROSECOND, e.created_at, d.created_at) DIV 1000, d.created_at, ${new Date()}
-      FROM (SELECT c.id, c.api_client_id, c.customer_id, c.amount_cents, c.currency, c.created_at,
+  const pairs = await db.$queryRaw<Pair[]>`
+    SELECT d.id, d.earlierId, d.apiClientId, d.customerId, d.amountCents, d.currency, d.createdAt,
+           TIMESTAMPDIFF(MICROSECOND, e.created_at, d.createdAt) DIV 1000 AS gapMs
+      FROM (SELECT c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId, c.amount_cents AS amountCents,
+                   c.currency, c.created_at AS createdAt,
                    (SELECT e.id FROM charges e FORCE INDEX (charges_customer_created_idx)
                      WHERE e.customer_id = c.customer_id
                        AND e.created_at >= c.created_at - INTERVAL ${MAX_WINDOW_MINUTES} MINUTE
                        AND (e.created_at < c.created_at OR (e.created_at = c.created_at AND e.id < c.id))
                        AND e.api_client_id = c.api_client_id AND e.amount_cents = c.amount_cents
                        AND e.currency = c.currency AND e.status = 'succeeded'
-                     ORDER BY e.created_at DESC LIMIT 1) AS earlier_id
+                     ORDER BY e.created_at DESC LIMIT 1) AS earlierId
               FROM charges c FORCE INDEX (charges_created_idx)
              WHERE c.created_at >= ${since} AND c.created_at < ${until}
                AND c.customer_id IS NOT NULL AND c.status = 'succeeded') AS d
-      JOIN charges e ON e.id = d.earlier_id`;
+      JOIN charges e ON e.id = d.earlierId`;
+  if (pairs.length === 0) return 0;
+  const foundAt = new Date();
+  const rows = pairs.map(
+    (p) => Prisma.sql`(${p.id}, ${p.earlierId}, ${p.apiClientId}, ${p.customerId}, ${p.amountCents}, ${p.currency},
+                       ${Number(p.gapMs)}, ${p.createdAt}, ${foundAt})`,
+  );
+  return db.$executeRaw`
+    INSERT IGNORE INTO possible_duplicate_charges
+      (charge_id, earlier_charge_id, api_client_id, customer_id, amount_cents, currency, gap_ms, charge_created_at,
+       found_at)
+    VALUES ${Prisma.join(rows)}`;
 }
 
 /** The sweeper's step: scans the charges made since the last scan (within `budgetMs`); how many it found. */
