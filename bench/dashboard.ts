@@ -62,8 +62,8 @@ async function chunked(what: string, total: number, step: (from: number, to: num
 
 async function seed() {
   const t0 = performance.now();
-  const [{ n }] = await conn.query("SELECT COUNT(*) AS n FROM idempotent_requests WHERE id <= ?", [RECORDS]);
-  if (REUSE && Number(n) === RECORDS) {
+  const [{ n }] = await conn.query("SELECT COUNT(*) AS n FROM idempotent_requests");
+  if (REUSE && Number(n) >= RECORDS) {
     console.log(`reusing the ${RECORDS} records seeded by an earlier run`);
     return { ...(await findDuplicates()), seedSeconds: 0, charges: await chargeCount() };
   }
@@ -89,7 +89,9 @@ async function seed() {
                  FROM seq_${from + 1}_to_${to}) s`,
     ),
   );
-  await chunked("seeding charges (for 2 of every 5 records)", RECORDS, (from, to) =>
+  // AUTO_INCREMENT leaves gaps between the batches of an INSERT ... SELECT: walk the ids actually used.
+  const maxId = Number((await conn.query("SELECT MAX(id) AS m FROM idempotent_requests"))[0].m);
+  await chunked("seeding charges (for 2 of every 5 records)", maxId, (from, to) =>
     conn.query(
       `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
           gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
@@ -109,7 +111,7 @@ async function seed() {
             c.created_at + INTERVAL 90 SECOND
        FROM charges c WHERE c.status = 'succeeded' AND c.idempotent_request_id % 1000 = 0`,
   );
-  await chunked("seeding key reuses (1 in 50 records)", RECORDS, (from, to) =>
+  await chunked("seeding key reuses (1 in 50 records)", maxId, (from, to) =>
     conn.query(
       `INSERT INTO idempotency_key_reuses (idempotency_key, route, api_client_id, owner_api_client_id, cross_client,
           stored_hash, attempted_hash, attempted_fields, created_at)

@@ -46,17 +46,25 @@ const CHARGE_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS c
 async function twinsOf(charges: ChargeRow[], minutes: number): Promise<Map<string, { id: string; createdAt: Date }>> {
   const candidates = charges.filter((c) => c.status === "succeeded" && c.customerId !== null);
   if (candidates.length === 0) return new Map();
+  // One range probe per charge along the covering (customer_id, created_at, ...) index, its bounds given as
+  // values: correlated bounds would let MariaDB read the customer's every charge for each probe.
+  const probe = `(SELECT ? AS id, e.id AS twinId FROM charges e FORCE INDEX (charges_customer_created_idx)
+                   WHERE e.customer_id = ? AND e.created_at BETWEEN ? AND ? AND e.id <> ? AND e.api_client_id = ?
+                     AND e.amount_cents = ? AND e.currency = ? AND e.status = 'succeeded'
+                   ORDER BY e.created_at LIMIT 1)`;
+  const window = minutes * 60_000;
   const rows = await db.$queryRawUnsafe<{ id: string; twinId: string | null }[]>(
-    `SELECT c.id, (SELECT e.id FROM charges e FORCE INDEX (charges_customer_created_idx)
-                    WHERE e.customer_id = c.customer_id
-                      AND e.created_at BETWEEN c.created_at - INTERVAL ? MINUTE AND c.created_at + INTERVAL ? MINUTE
-                      AND e.id <> c.id AND e.api_client_id = c.api_client_id AND e.amount_cents = c.amount_cents
-                      AND e.currency = c.currency AND e.status = 'succeeded'
-                    ORDER BY ABS(TIMESTAMPDIFF(MICROSECOND, e.created_at, c.created_at)) LIMIT 1) AS twinId
-       FROM charges c WHERE c.id IN (${candidates.map(() => "?").join(", ")})`,
-    minutes,
-    minutes,
-    ...candidates.map((c) => c.id),
+    candidates.map(() => probe).join(" UNION ALL "),
+    ...candidates.flatMap((c) => [
+      c.id,
+      c.customerId,
+      new Date(c.createdAt.getTime() - window),
+      new Date(c.createdAt.getTime() + window),
+      c.id,
+      c.apiClientId,
+      c.amountCents,
+      c.currency,
+    ]),
   );
   const twinIds = rows.flatMap((r) => (r.twinId ? [r.twinId] : []));
   const twins = twinIds.length

@@ -1,4 +1,4 @@
-import { db } from "~/server/db";
+import { db, driverErrorCode } from "~/server/db";
 import {
   answersWithoutTheirChargeStatement, decodeRecord, isExpired, keyPrefixStatement, phaseWhere, recordCountStatement,
   recordListStatement, type IdempotencyRecord, type RecordFilter, type RecordRow,
@@ -70,12 +70,28 @@ export async function listRecords(
   return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
 }
 
-/** How many records match the filter, up to `cap` + 1. */
-export async function countRecords(filter: RecordFilter, cap: number, now = new Date()): Promise<number> {
+/**
+ * How many records match the filter, up to `cap` + 1; null when counting would
+ * take longer than `budgetMs`. Filters that no one index serves together (a
+ * client and a status, say) are checked row by row, and a sparse combination
+ * could read a big client's every row on each refresh: the budget stops that.
+ */
+export async function countRecords(filter: RecordFilter, cap: number, budgetMs = 150, now = new Date()): Promise<number | null> {
   const { sql, values } = recordCountStatement(filter, cap, now);
-  const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(sql, ...values);
-  return Number(row?.n ?? 0);
+  try {
+    const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(
+      `SET STATEMENT max_statement_time = ${budgetMs / 1000} FOR ${sql}`,
+      ...values,
+    );
+    return Number(row?.n ?? 0);
+  } catch (error) {
+    if (driverErrorCode(error) === QUERY_INTERRUPTED) return null;
+    throw error;
+  }
 }
+
+/** MariaDB's "query execution was interrupted (max_statement_time exceeded)". */
+const QUERY_INTERRUPTED = 1969;
 
 /** Records whose key starts with `prefix`, in key order. */
 export async function recordsWithKeyPrefix(prefix: string, limit: number, now = new Date()): Promise<ListedRecord[]> {

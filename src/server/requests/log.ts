@@ -55,9 +55,10 @@ export async function listRequests({ cursor, limit, ...filters }: z.infer<typeof
   return { items: await summarise(page, now), nextCursor: records.length > limit ? cursorOf(page.at(-1)!) : null, now };
 }
 
-/** How many records match, exact up to COUNT_CAP. */
+/** How many records match, exact up to COUNT_CAP; null when the count would take too long (see countRecords). */
 export async function countRequests(filters: RequestFilters) {
-  return bounded(await countRecords(filters, COUNT_CAP));
+  const n = await countRecords(filters, COUNT_CAP);
+  return n === null ? null : bounded(n);
 }
 
 /**

@@ -264,9 +264,11 @@ export function RequestLog() {
         <p className="m-0 font-medium" data-testid="request-count">
           {count.data
             ? `${formatCount(count.data)} matching requests`
-            : count.error
-              ? "Count unavailable"
-              : "Counting…"}
+            : count.data === null
+              ? "Too many rows to count for this combination of filters; the list below is complete."
+              : count.error
+                ? "Count unavailable"
+                : "Counting…"}
         </p>
         <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
       </div>
