@@ -98,6 +98,8 @@ test("support finds a customer's charges and spots a duplicate", async ({ page, 
   await expect(page.getByTestId("duplicate-warning")).toBeVisible();
   await expect(page.getByTestId("charge-detail")).toContainText("31.00 USD");
 
+  // The sweeper leaves charges younger than 5 s for its next scan (they may still be committing).
+  await page.waitForTimeout(5_500);
   sweepOnce();
   await page.getByRole("link", { name: "Duplicates" }).click();
   await expect(page.getByTestId("duplicates")).toContainText(customer);
@@ -160,12 +162,14 @@ test("a failed query is an error with a retry, not an empty list; an ended sessi
   context,
 }) => {
   await login(page, "support");
-  await page.route("**/api/trpc/requests.list**", (route) => route.fulfill({ status: 500, body: "{}" }));
+  // tRPC batches queries into one request: fail every batch that carries the log's.
+  const failLog = (url: URL) => url.pathname.includes("requests.list");
+  await page.route(failLog, (route) => route.fulfill({ status: 500, body: "{}" }));
   await page.goto("/admin?phase=held");
   const failure = page.getByRole("alert").filter({ hasText: "Could not load the request log" });
   await expect(failure).toBeVisible();
   await expect(page.getByTestId("empty-state")).toHaveCount(0);
-  await page.unroute("**/api/trpc/requests.list**");
+  await page.unroute(failLog);
   await failure.getByRole("button", { name: "Retry" }).click();
   await expect(failure).toHaveCount(0);
   await expect(page.getByTestId("request-log").or(page.getByTestId("empty-state"))).toBeVisible();

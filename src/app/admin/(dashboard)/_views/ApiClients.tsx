@@ -86,7 +86,7 @@ export function ApiClients() {
                 #{client.id} {client.contactEmail ?? ""}
               </span>
             </h3>
-            <div className="table-box">
+            <div className="table-box" tabIndex={0}>
               <table className="data-table">
                 <thead>
                   <tr>

@@ -73,7 +73,7 @@ export function AuditLog() {
           {log.error.message}
         </p>
       )}
-      <div className="table-box">
+      <div className="table-box" tabIndex={0}>
         <table className="data-table" aria-label="Audit entries">
           <thead>
             <tr>

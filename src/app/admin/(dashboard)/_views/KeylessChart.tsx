@@ -129,7 +129,7 @@ export function KeylessChart({
       </div>
       <details className="mt-2">
         <summary className="cursor-pointer text-sm">The chart&apos;s numbers as a table</summary>
-        <div className="table-box mt-2 max-h-80 overflow-y-auto">
+        <div className="table-box mt-2 max-h-80 overflow-y-auto" tabIndex={0}>
           <table className="data-table" data-testid="keyless-table">
             <caption>Keyless share per {granularity}, all clients</caption>
             <thead>

@@ -64,7 +64,7 @@ export function Staff() {
       </section>
 
       <section className="card space-y-3">
-        <div className="table-box">
+        <div className="table-box" tabIndex={0}>
           <table className="data-table">
             <thead>
               <tr>

@@ -23,7 +23,7 @@ export function DataTable<T>({
 }) {
   const table = useReactTable({ data, columns, getCoreRowModel: getCoreRowModel(), getRowId: rowId });
   return (
-    <div className="table-box" data-testid={testId}>
+    <div className="table-box" tabIndex={0} role="region" aria-label={caption} data-testid={testId}>
       <table className="data-table">
         <caption>{caption}</caption>
         <thead>
