@@ -25,7 +25,8 @@ const tick = (granularity: "hour" | "day") => (t: number) =>
 /**
  * The keyless share over time (Recharts): one line for all clients and one per
  * chosen client, the 0 % enforcement threshold and the safe-to-enforce window
- * drawn, buckets without any traffic left as gaps (not 0 %), keyboard access
+ * drawn, buckets without any traffic left as gaps (not 0 %; each bucket with
+ * traffic has a dot, so one between two gaps still shows), keyboard access
  * (arrow keys move the tooltip), and the same numbers as a table below.
  */
 export function KeylessChart({
@@ -109,7 +110,7 @@ export function KeylessChart({
               name="All clients"
               stroke={COLOURS[0]}
               strokeWidth={2}
-              dot={false}
+              dot={{ r: 3 }}
               connectNulls={false}
               isAnimationActive={false}
             />
@@ -119,7 +120,7 @@ export function KeylessChart({
                 dataKey={`c${c.apiClientId}`}
                 name={names.get(c.apiClientId) ?? `client ${c.apiClientId}`}
                 stroke={COLOURS[(i + 1) % COLOURS.length]}
-                dot={false}
+                dot={{ r: 3 }}
                 connectNulls={false}
                 isAnimationActive={false}
               />
