@@ -206,8 +206,10 @@ describe("the dashboard's queries at a realistic size", () => {
       }[];
       checked.push(st.procedure);
       for (const row of plan) {
-        if (row.table && names.has(row.table.replace(/`/g, "").toLowerCase()) && row.type === "ALL") {
-          fullScans.push(`${st.procedure}: full scan of ${row.table}\n  ${st.sql.replace(/\s+/g, " ").slice(0, 400)}`);
+        if (!row.table || !names.has(row.table.replace(/`/g, "").toLowerCase())) continue;
+        // ALL reads the table; "index" reads a whole index, which is a walk that stops only under a LIMIT.
+        if (row.type === "ALL" || (row.type === "index" && !/\bLIMIT\b/i.test(st.sql))) {
+          fullScans.push(`${st.procedure}: ${row.type} scan of ${row.table}\n  ${st.sql.replace(/\s+/g, " ").slice(0, 400)}`);
         }
       }
     }
