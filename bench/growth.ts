@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
-import { chargeRequest, fmt, load, startBenchStack, table } from "./lib";
+import { chargeRequest, fmt, load, progress, startBenchStack, table } from "./lib";
 
 const sizesArg = process.argv.indexOf("--sizes");
 const SIZES = (sizesArg > 0 ? process.argv[sizesArg + 1]! : "10000,1000000,5000000").split(",").map(Number);
@@ -20,6 +20,8 @@ const [{ id: clientId }] = await conn.query("SELECT id FROM api_clients LIMIT 1"
 
 /** Adds rows with INSERT ... SELECT from MariaDB's sequence engine, in chunks. */
 async function seed(from: number, to: number, expired: boolean) {
+  const report = progress(expired ? "seeding expired records" : "seeding records", to);
+  report(from);
   for (let start = from; start < to; start += CHUNK) {
     const end = Math.min(to, start + CHUNK);
     await conn.query(
@@ -31,6 +33,7 @@ async function seed(from: number, to: number, expired: boolean) {
          FROM seq_${start + 1}_to_${end}`,
       [clientId],
     );
+    report(Math.min(to, start + CHUNK));
   }
 }
 

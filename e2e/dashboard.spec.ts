@@ -1,15 +1,28 @@
+/**
+ * The dashboard as its users use it, in Chromium: support finds a customer's
+ * charges and spots a duplicate, reads a request's timeline, shares a filtered
+ * log link, sees failures as failures; an engineer reads the rollout and
+ * enforces one client, then the global mode; support cannot. Every page is
+ * checked with axe, for width on a phone, for CSP violations, and shot at 1440
+ * and 390 px into e2e/artifacts/.
+ */
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 
 const apiKey = process.env.TEST_API_KEY!;
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e/artifacts/${name}.png`, fullPage: true });
 
-function charge(request: APIRequestContext, opts: { key?: string; card?: string; amount?: number }) {
+function charge(request: APIRequestContext, opts: { key?: string; card?: string; amount?: number; customer?: string }) {
   return request.post("/api/charges", {
     headers: { Authorization: `Bearer ${apiKey}`, ...(opts.key ? { "Idempotency-Key": opts.key } : {}) },
-    data: { amount_cents: opts.amount ?? 2500, currency: "usd", card_token: opts.card ?? "tok_visa", customer_id: "cus_e2e" },
+    data: {
+      amount_cents: opts.amount ?? 2500,
+      currency: "usd",
+      card_token: opts.card ?? "tok_visa",
+      customer_id: opts.customer ?? "cus_e2e",
+    },
   });
 }
 
@@ -21,82 +34,283 @@ async function login(page: Page, who: "support" | "engineer") {
   await expect(page.getByTestId("whoami")).toContainText(who);
 }
 
-test("anonymous visitors are sent to the login page", async ({ page }) => {
-  await page.goto("/admin");
-  await expect(page).toHaveURL(/\/admin\/login$/);
-  await page.getByLabel("E-mail").fill("support@example.com");
-  await page.getByLabel("Password").fill("wrong password");
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByText("Wrong e-mail or password.")).toBeVisible();
-});
+function watchCsp(page: Page): string[] {
+  const violations: string[] = [];
+  page.on("console", (msg) => {
+    if (/Content Security Policy/i.test(msg.text())) violations.push(msg.text());
+  });
+  return violations;
+}
 
-test("support sees keyed, reused, abandoned and in-flight traffic", async ({ page, request }) => {
-  const run = randomUUID().slice(0, 8);
-  const keyed = `e2e-keyed-${run}`;
-  const reused = `e2e-reused-${run}`;
-  const abandoned = `e2e-abandoned-${run}`;
-  const inFlight = `e2e-inflight-${run}`;
-
-  expect((await charge(request, {})).status()).toBe(201); // keyless
-  const created = await charge(request, { key: keyed });
-  expect(created.status()).toBe(201);
-  expect((await charge(request, { key: reused })).status()).toBe(201);
-  expect((await charge(request, { key: reused, amount: 9 })).status()).toBe(422);
-  // A gateway error releases the claim; nobody retries, so the sweeper reaps it.
-  expect((await charge(request, { key: abandoned, card: "tok_error" })).status()).toBe(503);
-  await new Promise((r) => setTimeout(r, 1_200));
+function sweepOnce() {
   execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
     env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
     stdio: "inherit",
   });
-  const slow = charge(request, { key: inFlight, card: "tok_slow_4500" });
+}
 
-  await login(page, "support");
-  await expect(page.getByTestId("in-flight")).toContainText(inFlight);
-  await expect(page.getByTestId("abandoned")).toContainText(abandoned);
-  await expect(page.getByTestId("key-reuses")).toContainText(reused);
-  await expect(page.getByTestId("sweep-status")).toContainText("Last run");
-  await shot(page, "requests");
+const run = randomUUID().slice(0, 8);
+const customer = `cus_e2e_${run}`;
 
-  await page.getByLabel("Search").fill(keyed);
-  await page.getByRole("button", { name: "Find" }).click();
-  await page.getByTestId("search-results").getByRole("link", { name: keyed }).click();
-  await expect(page.getByTestId("request-detail")).toContainText("Complete");
-  await expect(page.getByTestId("stored-response")).toContainText((await created.json()).id);
-  await expect(page.getByTestId("linked-charge")).toContainText("25.00 USD");
-  await shot(page, "request-detail");
+test("anonymous visitors are sent to the login page, and back to the page they asked for", async ({ page }) => {
+  await page.goto("/admin");
+  await expect(page).toHaveURL(/\/admin\/login$/);
+  await expect(page).toHaveTitle("Sign in · Charges");
+  await page.getByLabel("E-mail").fill("support@example.com");
+  await page.getByLabel("Password").fill("wrong password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByText("Wrong e-mail or password.")).toBeVisible();
 
-  await page.getByRole("link", { name: "Rollout" }).click();
-  await expect(page.getByTestId("keyless-chart")).toBeVisible();
-  await expect(page.getByTestId("clients-keyless")).toContainText("Demo client");
-  await expect(page.getByTestId("safe-to-enforce")).toContainText("Not yet safe");
-  await shot(page, "rollout");
-
-  // Support may look, not switch.
-  page.once("dialog", (d) => d.accept());
-  await page.getByRole("button", { name: "Switch to required" }).click();
-  await expect(page.getByText("Only engineers can do this.")).toBeVisible();
-  await expect(page.getByTestId("current-mode")).toHaveText("optional");
-  expect((await slow).status()).toBe(201);
+  await page.goto("/admin/rollout?granularity=day");
+  await expect(page).toHaveURL(/\/admin\/login\?next=/);
+  await page.getByLabel("E-mail").fill(process.env.TEST_SUPPORT_EMAIL!);
+  await page.getByLabel("Password").fill(process.env.TEST_SUPPORT_PASSWORD!);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(/\/admin\/rollout\?granularity=day$/);
 });
 
-test("an engineer enforces the header; a keyless request then gets 400", async ({ page, request }) => {
+test("support finds a customer's charges and spots a duplicate", async ({ page, request }) => {
+  const violations = watchCsp(page);
+  // The incident: a keyless client retries a timed-out charge, and the customer pays twice.
+  expect((await charge(request, { customer, amount: 3100 })).status()).toBe(201);
+  expect((await charge(request, { customer, amount: 3100 })).status()).toBe(201);
+  expect((await charge(request, { customer, amount: 999, key: randomUUID() })).status()).toBe(201);
+
+  await login(page, "support");
+  await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "Customers" }).click();
+  await expect(page.getByRole("link", { name: "Customers" })).toHaveAttribute("aria-current", "page");
+  await page.getByLabel(/Customer id/).fill(customer);
+  await page.getByRole("button", { name: "Show charges" }).click();
+  await expect(page).toHaveTitle(`Customer ${customer} · Charges`);
+  const table = page.getByRole("table", { name: `Charges of ${customer}, newest first` });
+  await expect(table.getByRole("row")).toHaveCount(4);
+  await expect(table.getByTestId("duplicate-flag")).toHaveCount(2);
+  await expect(page.getByTestId("customer-summary")).toContainText("2 possible duplicates");
+  await expect(table).toContainText("keyless");
+
+  await table
+    .getByRole("row")
+    .filter({ has: page.getByTestId("duplicate-flag") })
+    .first()
+    .getByRole("link", { name: /^ch_/ })
+    .first()
+    .click();
+  await expect(page.getByTestId("duplicate-warning")).toBeVisible();
+  await expect(page.getByTestId("charge-detail")).toContainText("31.00 USD");
+
+  // The sweeper leaves charges younger than 5 s for its next scan (they may still be committing).
+  await page.waitForTimeout(5_500);
+  sweepOnce();
+  await page.getByRole("link", { name: "Duplicates" }).click();
+  await expect(page.getByTestId("duplicates")).toContainText(customer);
+  expect(violations).toEqual([]);
+});
+
+test("support opens a request and reads its timeline", async ({ page, request }) => {
+  const key = `e2e-timeline-${run}`;
+  const slow = charge(request, { key, card: "tok_slow_2000", customer });
+  await new Promise((r) => setTimeout(r, 500));
+  expect((await charge(request, { key, card: "tok_slow_2000", customer })).status()).toBe(409);
+  expect((await slow).status()).toBe(201);
+  const replay = await charge(request, { key, card: "tok_slow_2000", customer });
+  expect(replay.headers()["idempotent-replay"]).toBe("true");
+
+  await login(page, "support");
+  await page.getByLabel(/Search by the start/).fill(key.slice(0, 15));
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`q=${key.slice(0, 15)}`));
+  await page.getByTestId("search-results").getByRole("link", { name: key }).click();
+  await expect(page).toHaveTitle(/^Request #\d+ · Charges$/);
+  await expect(page.getByTestId("request-detail")).toContainText("Complete");
+  await expect(page.getByTestId("request-fields")).toContainText(customer);
+  await expect(page.getByTestId("request-fields")).toContainText("never stored");
+  await expect(page.locator("body")).not.toContainText("tok_slow_2000");
+  const timeline = page.getByTestId("timeline");
+  await expect(timeline.locator('[data-kind="claimed"]')).toBeVisible();
+  await expect(timeline.locator('[data-kind="in_progress"]')).toBeVisible();
+  await expect(timeline.locator('[data-kind="completed"]')).toContainText("201");
+  await expect(timeline.locator('[data-kind="replayed"]')).toBeVisible();
+  await expect(page.getByTestId("event-counts")).toContainText("1 × 409");
+});
+
+test("support shares a filtered log link, and the link shows the same", async ({ page, browser, request }) => {
+  expect((await charge(request, { key: `e2e-declined-${run}`, card: "tok_declined", customer })).status()).toBe(402);
+  await login(page, "support");
+  await page.getByLabel("API client").selectOption({ label: "Demo client" });
+  await page.getByLabel("Stored status").selectOption("402");
+  await page.getByLabel("Customer id", { exact: true }).fill(customer);
+  await page.getByLabel("Customer id", { exact: true }).press("Enter");
+  await expect(page).toHaveURL(/status=402/);
+  await expect(page).toHaveURL(/customer=/);
+  const log = page.getByTestId("request-log");
+  await expect(log).toContainText(`e2e-declined-${run}`);
+  await expect(page.getByTestId("request-count")).toHaveText("1 matching requests");
+  const link = page.url();
+
+  const other = await browser.newContext();
+  const colleague = await other.newPage();
+  await login(colleague, "support");
+  await colleague.goto(link);
+  await expect(colleague.getByLabel("Stored status")).toHaveValue("402");
+  await expect(colleague.getByTestId("request-log")).toContainText(`e2e-declined-${run}`);
+  await expect(colleague.getByTestId("request-log").getByRole("row")).toHaveCount(2);
+  await other.close();
+});
+
+test("a failed query is an error with a retry, not an empty list; an ended session goes to sign-in and back", async ({
+  page,
+  context,
+}) => {
+  await login(page, "support");
+  // tRPC batches queries into one request: fail every batch that carries the log's.
+  const failLog = (url: URL) => url.pathname.includes("requests.list");
+  await page.route(failLog, (route) => route.fulfill({ status: 500, body: "{}" }));
+  await page.goto("/admin?phase=held");
+  const failure = page.getByRole("alert").filter({ hasText: "Could not load the request log" });
+  await expect(failure).toBeVisible();
+  await expect(page.getByTestId("empty-state")).toHaveCount(0);
+  await page.unroute(failLog);
+  await failure.getByRole("button", { name: "Retry" }).click();
+  await expect(failure).toHaveCount(0);
+  await expect(page.getByTestId("request-log").or(page.getByTestId("empty-state"))).toBeVisible();
+
+  await page.goto(`/admin/customers/${customer}`);
+  await expect(page.getByRole("table", { name: /Charges of/ })).toBeVisible();
+  // Signed out in another tab of the same browser.
+  const tab = await context.newPage();
+  await tab.goto("/admin/account");
+  await tab.getByRole("button", { name: "Sign out" }).click();
+  await expect(tab).toHaveURL(/\/admin\/login$/);
+  await expect(page).toHaveURL(/\/admin\/login$/, { timeout: 40_000 });
+  await page.getByLabel("E-mail").fill(process.env.TEST_SUPPORT_EMAIL!);
+  await page.getByLabel("Password").fill(process.env.TEST_SUPPORT_PASSWORD!);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(new RegExp(`/admin/customers/${customer}$`));
+});
+
+test("support reads the rollout but is told the switch is not theirs", async ({ page, request }) => {
+  expect((await charge(request, {})).status()).toBe(201); // keyless
+  await login(page, "support");
+  await page.getByRole("link", { name: "Rollout" }).click();
+  await expect(page.getByTestId("safe-to-enforce")).toContainText("Not yet safe");
+  await expect(page.getByTestId("safe-to-enforce")).toContainText("Demo client");
+  await expect(page.getByTestId("not-yours")).toContainText("Only engineers");
+  await expect(page.getByRole("button", { name: /Switch to/ })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: /Require the header/ })).toHaveCount(0);
+  await expect(page.getByTestId("keyless-chart")).toBeVisible();
+  await expect(page.getByRole("table", { name: /Requests in the last 24 h/ })).toContainText("Demo client");
+});
+
+test("an engineer enforces one client with a reason, then the global mode", async ({ page, request }) => {
+  const violations = watchCsp(page);
+  expect((await charge(request, {})).status()).toBe(201); // keyless, so the switch has an impact to show
   await login(page, "engineer");
   await page.goto("/admin/rollout");
   await expect(page.getByTestId("current-mode")).toHaveText("optional");
-  page.once("dialog", (d) => d.accept());
-  await page.getByRole("button", { name: "Switch to required" }).click();
-  await expect(page.getByTestId("current-mode")).toHaveText("required");
-  await expect(page.getByTestId("audit-log")).toContainText("optional → required");
-  await shot(page, "rollout-required");
 
+  await page.getByRole("button", { name: "Require the header for Demo client" }).click();
+  const dialog = page.getByRole("dialog");
+  await expect(dialog).toContainText("Demo client sent");
+  await dialog.getByLabel(/Reason/).fill("Demo client sends keys now");
+  await dialog.getByRole("button", { name: "Require the header" }).click();
+  await expect(dialog).toHaveCount(0);
+  await expect(page.getByRole("table", { name: /Requests in the last 24 h/ })).toContainText(
+    "required for this client",
+  );
+  expect((await charge(request, {})).status()).toBe(400);
+  expect((await charge(request, { key: randomUUID() })).status()).toBe(201);
+  await expect(page.getByTestId("audit-log")).toContainText("Demo client sends keys now");
+  await page.getByRole("button", { name: "Follow the global mode for Demo client" }).click();
+  await page
+    .getByRole("dialog")
+    .getByLabel(/Reason/)
+    .fill("back to the global mode for the next step");
+  await page.getByRole("dialog").getByRole("button", { name: "Follow the global mode" }).click();
+  await expect(page.getByRole("dialog")).toHaveCount(0);
+  expect((await charge(request, {})).status()).toBe(201);
+
+  await page.getByRole("button", { name: "Switch to required" }).click();
+  await expect(page.getByRole("dialog").getByTestId("switch-impact")).toContainText("Demo client");
+  await page
+    .getByRole("dialog")
+    .getByLabel(/Reason/)
+    .fill("every client sends keys");
+  await page.getByRole("dialog").getByRole("button", { name: "Switch to required" }).click();
+  await expect(page.getByTestId("current-mode")).toHaveText("required");
+  await expect(page.getByTestId("safe-to-enforce")).toContainText("Enforced for every client");
+  await expect(page.getByTestId("audit-log")).toContainText("optional → required");
   const keyless = await charge(request, {});
   expect(keyless.status()).toBe(400);
   expect((await keyless.json()).error.code).toBe("idempotency_key_required");
-  expect((await charge(request, { key: `e2e-enforced-${randomUUID()}` })).status()).toBe(201);
 
-  page.once("dialog", (d) => d.accept());
   await page.getByRole("button", { name: "Switch to optional" }).click();
+  await page
+    .getByRole("dialog")
+    .getByLabel(/Reason/)
+    .fill("end of the test");
+  await page.getByRole("dialog").getByRole("button", { name: "Switch to optional" }).click();
   await expect(page.getByTestId("current-mode")).toHaveText("optional");
   expect((await charge(request, {})).status()).toBe(201);
+  expect(violations).toEqual([]);
+});
+
+test("every page: no serious accessibility violation, no sideways scroll at 390 px, screenshots at 1440 and 390 px", async ({
+  page,
+  request,
+}) => {
+  test.setTimeout(240_000);
+  const violations = watchCsp(page);
+  const created = await charge(request, { key: `e2e-pages-${run}`, customer });
+  const chargeId = (await created.json()).id as string;
+  await login(page, "engineer");
+  await page.getByLabel(/Search by the start/).fill(`e2e-pages-${run}`);
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await page
+    .getByTestId("search-results")
+    .getByRole("link", { name: `e2e-pages-${run}` })
+    .click();
+  await page.waitForURL(/\/admin\/requests\/\d+$/);
+  const requestPath = new URL(page.url()).pathname;
+  const pages: [string, string, string][] = [
+    ["requests", "/admin", "Request log"],
+    ["request-detail", requestPath, `e2e-pages-${run}`],
+    ["customers", "/admin/customers", "Customers"],
+    ["customer", `/admin/customers/${customer}`, "Customer"],
+    ["charge", `/admin/charges/${chargeId}`, "Charge"],
+    ["duplicates", "/admin/duplicates", "Possible duplicate charges"],
+    ["reuses", "/admin/reuses", "Key reuses"],
+    ["rollout", "/admin/rollout", "Idempotency-Key rollout"],
+    ["ledger", "/admin/ledger", "Ledger"],
+    ["api-clients", "/admin/clients", "API clients"],
+    ["staff", "/admin/staff", "Staff"],
+    ["audit", "/admin/audit", "Audit log"],
+    ["account", "/admin/account", "Account"],
+  ];
+  const titles = new Set<string>();
+  for (const [name, path, heading] of pages) {
+    for (const width of [1440, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+      await page.goto(path);
+      await expect(page.getByRole("heading", { level: 1 })).toContainText(heading);
+      await expect(page.getByRole("status").filter({ hasText: /^Loading/ })).toHaveCount(0);
+      if (width === 1440) {
+        titles.add(await page.title());
+        const axe = await new AxeBuilder({ page }).analyze();
+        const serious = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+        expect(
+          serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+          `${name}: axe`,
+        ).toEqual([]);
+      } else {
+        const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+        expect(wide, `${name} is ${wide} px wide on a 390 px phone`).toBeLessThanOrEqual(390);
+      }
+      await page.screenshot({ path: `e2e/artifacts/${name}-${width}.png`, fullPage: true });
+    }
+  }
+  expect(titles.size, "every page has its own title").toBe(pages.length);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto("/admin/login");
+  await page.screenshot({ path: "e2e/artifacts/login-390.png", fullPage: true });
+  expect(violations).toEqual([]);
 });

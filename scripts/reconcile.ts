@@ -34,5 +34,7 @@ console.log(
     `app charges ${result.appCharges}, repaired ${result.repaired}, mismatches ${result.findings.length} (run ${result.runId})`,
 );
 for (const f of result.findings) console.log(`  ${f.kind} ${f.subject}: ${JSON.stringify(f.evidence)}`);
+// The repairs' key events (taken over, completed as reconciled) are buffered; write them before exiting.
+await (await import("~/server/idempotency")).flushEvents();
 await disconnectDatabase();
 process.exit(result.findings.length > 0 ? 1 : 0);

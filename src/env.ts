@@ -64,6 +64,10 @@ const schema = z
     API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(1_000).max(300_000).default(30_000),
     /** Keyless traffic must be zero for this long before enforcing is called safe. */
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
+    /** ...with at least this many keyed requests in that window (a quiet system proves nothing)... */
+    SAFE_TO_ENFORCE_MIN_KEYED: z.coerce.number().int().min(0).default(1_000),
+    /** ...and counts going back at least this many hours (a fresh installation has seen too little). */
+    SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED: z.coerce.number().int().min(0).default(72),
     /**
      * Seals the dashboard's session cookie. Optional here because the sweeper and the command-line tools
      * do not use it; the web server refuses to start without a good one (src/instrumentation.ts).

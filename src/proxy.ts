@@ -27,10 +27,18 @@ export async function proxy(request: NextRequest) {
   }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
   const https = request.nextUrl.protocol === "https:" || request.headers.get("x-forwarded-proto") === "https";
-  // /docs renders Redoc, whose bundled CSS cannot carry the nonce (see pageCsp).
-  const csp = pageCsp(nonce, { https, inlineStyles: request.nextUrl.pathname.startsWith("/docs") });
+  const path = request.nextUrl.pathname;
+  // /docs renders Redoc, whose bundled CSS cannot carry the nonce; the dashboard's charts and popovers set
+  // style attributes (see pageCsp).
+  const csp = pageCsp(nonce, {
+    https,
+    inlineStyles: path.startsWith("/docs"),
+    styleAttributes: path.startsWith("/admin"),
+  });
   const headers = new Headers(request.headers);
   headers.set("x-nonce", nonce);
+  // The page asked for, so that a signed-out visitor comes back to it after signing in.
+  headers.set("x-page", `${request.nextUrl.pathname}${request.nextUrl.search}`);
   headers.set("Content-Security-Policy", csp);
   const response = NextResponse.next({ request: { headers } });
   response.headers.set("Content-Security-Policy", csp);

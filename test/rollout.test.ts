@@ -20,7 +20,7 @@ before(async () => {
   engineer = staffContext(user);
 });
 after(async () => {
-  await setIdempotencyMode("optional", engineer);
+  if ((await getIdempotencyMode()) === "required") await setIdempotencyMode("optional", engineer, "test clean-up");
   await closeConnections();
 });
 
@@ -82,7 +82,7 @@ describe("rollout of the Idempotency-Key header", () => {
   });
 
   test("required mode: keyless -> 400 idempotency_key_required, nothing charged; keyed still works", async () => {
-    await setIdempotencyMode("required", engineer);
+    await setIdempotencyMode("required", engineer, "rollout test");
     const body = chargeBody();
     const before = (await bucket()).keyless;
     const res = await postCharge({ apiKey, body });
@@ -96,11 +96,11 @@ describe("rollout of the Idempotency-Key header", () => {
       where: { action: "mode.changed", actorStaffId: staffId },
       orderBy: { id: "desc" },
     });
-    assert.deepEqual(JSON.parse(log.details!), { from: "optional", to: "required" });
+    assert.deepEqual(JSON.parse(log.details!), { from: "optional", to: "required", reason: "rollout test" });
   });
 
   test("back to optional: keyless accepted again", async () => {
-    await setIdempotencyMode("optional", engineer);
+    await setIdempotencyMode("optional", engineer, "rollout test");
     assert.equal((await postCharge({ apiKey, body: chargeBody() })).status, 201);
   });
 });

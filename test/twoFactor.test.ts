@@ -69,7 +69,7 @@ describe("two-factor sign-in", () => {
     const account = await createStaffAccount("engineer");
     const browser = await signedIn(account, { baseUrl: STRICT_URL });
     assert.equal((await browser.query("sweep.status")).status, 200);
-    const refused = await browser.mutate("rollout.setMode", { mode: "optional" });
+    const refused = await browser.mutate("rollout.setMode", { mode: "required", reason: "two-factor test" });
     assert.equal(refused.status, 403);
     assert.match(refused.error!.message, /two-factor/);
     assert.equal((await browser.query("account.me")).data.twoFactorRequired, true);
@@ -77,14 +77,16 @@ describe("two-factor sign-in", () => {
     const { secret } = (await browser.mutate("account.startTwoFactor")).data;
     assert.equal((await browser.mutate("account.confirmTwoFactor", { code: await generate({ secret }) })).status, 200);
     assert.equal(
-      (await browser.mutate("rollout.setMode", { mode: "optional" })).status,
+      (await browser.mutate("rollout.setMode", { mode: "required", reason: "two-factor test" })).status,
       200,
       "this session passed the check",
     );
+    await browser.mutate("rollout.setMode", { mode: "optional", reason: "two-factor test, back" });
 
     // A code is accepted once, and enrolling used this step's: forget that rather than wait for the next step.
     await db.staffUser.update({ where: { id: account.id }, data: { totpLastStep: null } });
     const again = await signedIn(account, { baseUrl: STRICT_URL, totpSecret: secret });
-    assert.equal((await again.mutate("rollout.setMode", { mode: "optional" })).status, 200);
+    assert.equal((await again.mutate("rollout.setMode", { mode: "required", reason: "two-factor test" })).status, 200);
+    await again.mutate("rollout.setMode", { mode: "optional", reason: "two-factor test, back" });
   });
 });

@@ -2,7 +2,11 @@ import { headers } from "next/headers";
 import type { ReactNode } from "react";
 import "./globals.css";
 
-export const metadata = { title: "Charges", description: "Idempotent payments API", icons: { icon: "/favicon.svg" } };
+export const metadata = {
+  title: { template: "%s · Charges", default: "Charges" },
+  description: "Idempotent payments API",
+  icons: { icon: "/favicon.svg" },
+};
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
   // Reading the request makes every page render per request, which the CSP nonce (src/proxy.ts) needs:

@@ -25,6 +25,7 @@ export const AUDIT_ACTIONS = [
   "api_key.rotated",
   "api_key.revoked",
   "mode.changed",
+  "client_mode.changed",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -74,6 +75,8 @@ export async function recordAudit(context: AuditContext, entry: AuditEntry, clie
 
 export type AuditFilter = {
   action?: AuditAction;
+  /** Any of these actions (with `action`, that one too). */
+  actions?: readonly AuditAction[];
   /** Part of the actor's e-mail or CLI name. */
   actor?: string;
   since?: Date;
@@ -87,7 +90,9 @@ export type AuditFilter = {
 export async function listAudit(filter: AuditFilter) {
   const rows = await db.auditEvent.findMany({
     where: {
-      ...(filter.action ? { action: filter.action } : {}),
+      ...(filter.action || filter.actions
+        ? { action: { in: [...(filter.action ? [filter.action] : []), ...(filter.actions ?? [])] } }
+        : {}),
       ...(filter.actor ? { actorLabel: { contains: filter.actor } } : {}),
       ...(filter.since || filter.until ? { createdAt: { gte: filter.since, lte: filter.until } } : {}),
       ...(filter.cursor ? { id: { lt: BigInt(filter.cursor) } } : {}),

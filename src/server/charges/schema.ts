@@ -40,3 +40,16 @@ export function fieldErrors(error: z.ZodError): Record<string, string[]> {
   }
   return Object.fromEntries(fields); // defines own properties, "__proto__" included
 }
+
+/** Fields never stored beside a record: a card token is as good as the card to whoever holds it. */
+const SECRET_FIELDS = new Set(["card_token"]);
+
+/**
+ * A valid body's top-level fields as the client sent them, less the secret
+ * ones: what the dashboard shows as "what was asked", and compares with a reuse
+ * of the key. Kept as sent (not normalised) because the request hash is of the
+ * body as sent, so that a reuse's difference is one these fields show.
+ */
+export function fieldsToShow(body: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(body).filter(([name]) => !SECRET_FIELDS.has(name)));
+}

@@ -3,9 +3,9 @@ import { addLogContext } from "~/server/observability/context";
 import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
-import { currentModeForRequest } from "~/server/rollout/mode";
+import { modeForKeylessRequest } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
-import { createChargeSchema, fieldErrors } from "./schema";
+import { createChargeSchema, fieldErrors, fieldsToShow } from "./schema";
 import { chargeWithoutIdempotency } from "./withoutIdempotency";
 
 /** The route name stored with every record; part of the unique (key, route). */
@@ -36,7 +36,7 @@ type ChargeArgs = {
 };
 
 /** The answers a keyless request gets with a record (complete, or released for the sweeper). */
-const RECORDED: ChargeOutcome["kind"][] = ["response", "gateway_unavailable"];
+const RECORDED: ChargeOutcome["kind"][] = ["response", "charge_outcome_unknown"];
 
 /**
  * POST /api/charges, after authentication and JSON parsing. Validation happens
@@ -55,9 +55,10 @@ export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
     countKeyedRequest(args.apiClientId);
     return charge(args, key.key);
   }
-  const required = (await currentModeForRequest()) === "required";
-  const outcome: ChargeOutcome = required ? { kind: "idempotency_key_required" } : await charge(args, null);
-  if (!RECORDED.includes(outcome.kind)) await countKeylessRequest(args.apiClientId);
+  // Refused when the header is required, globally or for this client; counted either way.
+  const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
+  const outcome: ChargeOutcome = refused ? { kind: "idempotency_key_required" } : await charge(args, null);
+  if (!RECORDED.includes(outcome.kind)) await countKeylessRequest(args.apiClientId, { refused });
   return outcome;
 }
 
@@ -78,7 +79,13 @@ async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<
   // it): a crash or an unknown gateway outcome then leaves something for the
   // sweeper and the ledger to finish, instead of a charge the app never knew of.
   const claim = {
-    idempotencyKey, route: CHARGES_ROUTE, apiClientId: args.apiClientId, requestHash: requestHash(args.body),
+    idempotencyKey,
+    route: CHARGES_ROUTE,
+    apiClientId: args.apiClientId,
+    requestHash: requestHash(args.body),
+    // For the dashboard: what was asked, as sent, never the card token.
+    customerId: parsed.data.customer_id,
+    fields: fieldsToShow(args.body as Record<string, unknown>),
   };
   const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
     waitMs: (args.waitSeconds ?? 0) * 1000,

@@ -4,7 +4,14 @@
  * (next.config.mjs). Scripts run only from this origin with the nonce Next.js
  * puts on its own tags; nothing may frame the pages.
  */
-export function pageCsp(nonce: string, { https, inlineStyles = false }: { https: boolean; inlineStyles?: boolean }): string {
+export function pageCsp(
+  nonce: string,
+  {
+    https,
+    inlineStyles = false,
+    styleAttributes = false,
+  }: { https: boolean; inlineStyles?: boolean; styleAttributes?: boolean },
+): string {
   return [
     "default-src 'self'",
     `script-src 'self' 'nonce-${nonce}' 'strict-dynamic'`,
@@ -12,6 +19,10 @@ export function pageCsp(nonce: string, { https, inlineStyles = false }: { https:
     // injects its CSS when it loads, before it is given the nonce). Scripts keep the nonce everywhere. A nonce
     // would switch 'unsafe-inline' off, so there it is one or the other.
     inlineStyles ? "style-src 'self' 'unsafe-inline'" : `style-src 'self' 'nonce-${nonce}'`,
+    // The dashboard's charts and popovers (Recharts, Radix) set style="" attributes, which the server renders
+    // into the HTML. Allowed for attributes only, on /admin only: <style> elements and stylesheets still need
+    // this origin or the nonce, and scripts are untouched. See README, Security.
+    ...(styleAttributes ? ["style-src-attr 'unsafe-inline'"] : []),
     // QR codes of the two-factor enrolment are data: URLs.
     "img-src 'self' data:",
     "font-src 'self'",

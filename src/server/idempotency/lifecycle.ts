@@ -153,17 +153,22 @@ const micros = (ms: number) => Math.round(ms * 1000);
 
 /** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
 export function claimStatement(
-  claim: { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string },
+  claim: {
+    idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string;
+    customerId?: string | null; fields?: Record<string, unknown> | null;
+  },
   { leaseMs, ttlMs }: Timing,
 ): Statement {
   return {
     sql: `INSERT INTO idempotent_requests
-            (idempotency_key, route, api_client_id, request_hash, state, attempt, lease_expires_at, last_attempt_at,
-             created_at, updated_at, expires_at)
-          VALUES (?, ?, ?, ?, 'in_progress', 1, ${dbLater}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${dbLater})`,
+            (idempotency_key, route, api_client_id, customer_id, request_hash, request_fields, state, attempt,
+             lease_expires_at, last_attempt_at, created_at, updated_at, expires_at)
+          VALUES (?, ?, ?, ?, ?, ?, 'in_progress', 1, ${dbLater}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${dbLater})`,
     values: [
       claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
-      claim.route, claim.apiClientId, claim.requestHash, micros(leaseMs), micros(ttlMs),
+      claim.route, claim.apiClientId, claim.customerId ?? null, claim.requestHash,
+      claim.fields ? JSON.stringify(claim.fields) : null,
+      micros(leaseMs), micros(ttlMs),
     ],
   };
 }
@@ -282,10 +287,14 @@ export function byKeyStatement(idempotencyKey: string, route: string): Statement
 }
 
 /** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
-const SQL_COLUMNS = `id, idempotency_key AS idempotencyKey, route, api_client_id AS apiClientId, request_hash AS requestHash,
-  state, attempt, lease_expires_at AS leaseExpiresAt, last_attempt_at AS lastAttemptAt,
-  response_status AS responseStatus, response_body AS responseBody,
-  finished_by AS finishedBy, created_at AS createdAt, updated_at AS updatedAt, expires_at AS expiresAt`;
+const COLUMNS = [
+  ["id", "id"], ["idempotency_key", "idempotencyKey"], ["route", "route"], ["api_client_id", "apiClientId"],
+  ["request_hash", "requestHash"], ["state", "state"], ["attempt", "attempt"], ["lease_expires_at", "leaseExpiresAt"],
+  ["last_attempt_at", "lastAttemptAt"], ["response_status", "responseStatus"], ["response_body", "responseBody"],
+  ["finished_by", "finishedBy"], ["created_at", "createdAt"], ["updated_at", "updatedAt"], ["expires_at", "expiresAt"],
+] as const;
+
+const SQL_COLUMNS = COLUMNS.map(([column, name]) => (column === name ? column : `${column} AS ${name}`)).join(", ");
 
 /**
  * The ledger check "every stored 201 names its own charge": the ids of complete
@@ -308,6 +317,136 @@ export const phaseWhere = {
   abandoned: { finishedBy: "abandoned" as const },
   reconciled: { finishedBy: "reconciled" as const },
 };
+
+/** What the request log filters on: a phase, as displayed, or all in progress / all complete. */
+export type PhaseFilter = PhaseDisplayKey | "in_progress" | "complete";
+
+/**
+ * The records of a phase as an SQL condition, with the index that finds them
+ * when they are few (the phases a record only passes through) or null when they
+ * are most of the table (walk by time).
+ */
+function phaseCondition(filter: PhaseFilter, now: Date): { sql: string; values: unknown[]; index: string | null } {
+  const inProgress = "idempotent_requests_sweep_idx";
+  switch (filter) {
+    case "in_progress":
+      return { sql: "state = 'in_progress'", values: [], index: inProgress };
+    case "held":
+      return { sql: "state = 'in_progress' AND lease_expires_at > ?", values: [now], index: inProgress };
+    case "lease_expired":
+      return { sql: "state = 'in_progress' AND lease_expires_at <= ?", values: [now], index: inProgress };
+    case "released":
+      return { sql: "state = 'in_progress' AND lease_expires_at IS NULL", values: [], index: inProgress };
+    case "complete":
+      return { sql: "state = 'complete'", values: [], index: null };
+    case "request":
+      return { sql: "state = 'complete' AND finished_by = 'request'", values: [], index: null };
+    case "reconciled":
+    case "abandoned":
+      return {
+        sql: "state = 'complete' AND finished_by = ?",
+        values: [filter],
+        index: "idempotent_requests_finished_idx",
+      };
+  }
+}
+
+/** The dashboard's filters over records (src/server/requests/log.ts). Stored statuses are 201, 402 and 500. */
+export type RecordFilter = {
+  phase?: PhaseFilter;
+  status?: "201" | "402" | "500" | "none";
+  route?: string;
+  apiClientId?: number;
+  customerId?: string;
+  since?: Date;
+  until?: Date;
+};
+
+/**
+ * The filters' conditions and the indexes that can find their rows. Each index
+ * starts with its filter's column and ends with created_at (InnoDB appends the
+ * id), so a page is read in order and stops after `limit` rows. USE INDEX lists
+ * the candidates so the optimiser picks the most selective filter by its
+ * estimates, instead of walking the whole table by time; with no selective
+ * filter, the walk by time is the plan (the route is never selective).
+ */
+function recordFilterSql(f: RecordFilter, now: Date): { where: string; values: unknown[]; indexes: string } {
+  const parts: { sql: string; values: unknown[] }[] = [];
+  const indexes: string[] = [];
+  if (f.phase) {
+    const phase = phaseCondition(f.phase, now);
+    parts.push(phase);
+    if (phase.index) indexes.push(phase.index);
+  }
+  if (f.status) {
+    parts.push(
+      f.status === "none"
+        ? { sql: "response_status IS NULL", values: [] }
+        : { sql: "response_status = ?", values: [Number(f.status)] },
+    );
+    indexes.push("idempotent_requests_status_idx");
+  }
+  if (f.route) parts.push({ sql: "route = ?", values: [f.route] });
+  if (f.apiClientId) {
+    parts.push({ sql: "api_client_id = ?", values: [f.apiClientId] });
+    indexes.push("idempotent_requests_client_created_idx");
+  }
+  if (f.customerId) {
+    parts.push({ sql: "customer_id = ?", values: [f.customerId] });
+    indexes.push("idempotent_requests_customer_idx");
+  }
+  if (f.since) parts.push({ sql: "created_at >= ?", values: [f.since] });
+  if (f.until) parts.push({ sql: "created_at <= ?", values: [f.until] });
+  if (indexes.length === 0) indexes.push("idempotent_requests_created_idx");
+  return {
+    where: parts.length ? `WHERE ${parts.map((p) => `(${p.sql})`).join(" AND ")}` : "",
+    values: parts.flatMap((p) => p.values),
+    indexes: indexes.join(", "),
+  };
+}
+
+/** A page of records, newest first by (created_at, id), after `before` (the last row of the previous page). */
+export function recordListStatement(
+  f: RecordFilter,
+  page: { before?: { createdAt: Date; id: bigint } | null; limit: number },
+  now: Date,
+): Statement {
+  const { where, values, indexes } = recordFilterSql(f, now);
+  const b = page.before;
+  const after = b
+    ? {
+        sql: `${where ? " AND" : "WHERE"} (created_at < ? OR (created_at = ? AND id < ?))`,
+        values: [b.createdAt, b.createdAt, b.id],
+      }
+    : { sql: "", values: [] };
+  return {
+    sql: `SELECT ${SQL_COLUMNS}, customer_id AS customerId FROM idempotent_requests USE INDEX (${indexes})
+           ${where}${after.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    values: [...values, ...after.values, page.limit],
+  };
+}
+
+/** How many records match, counting at most `cap` + 1 of them (never a COUNT(*) over the whole table). */
+export function recordCountStatement(f: RecordFilter, cap: number, now: Date): Statement {
+  const { where, values, indexes } = recordFilterSql(f, now);
+  return {
+    sql: `SELECT COUNT(*) AS n
+            FROM (SELECT 1 FROM idempotent_requests USE INDEX (${indexes}) ${where} LIMIT ?) AS page`,
+    values: [...values, cap + 1],
+  };
+}
+
+/** Records whose key starts with `prefix`, in key order along the unique index (stops after `limit`). */
+export function keyPrefixStatement(prefix: string, limit: number): Statement {
+  const low = Buffer.from(prefix, "latin1");
+  const high = Buffer.from(low);
+  high[high.length - 1] = high[high.length - 1]! + 1; // printable ASCII: never past 0x7f
+  return {
+    sql: `SELECT ${SQL_COLUMNS}, customer_id AS customerId FROM idempotent_requests
+           WHERE idempotency_key >= ? AND idempotency_key < ? ORDER BY idempotency_key, route LIMIT ?`,
+    values: [low, high, limit],
+  };
+}
 
 /** The display of each phase (and of each way a record completes), for people. */
 export type PhaseDisplayKey = "held" | "lease_expired" | "released" | "request" | "reconciled" | "abandoned";

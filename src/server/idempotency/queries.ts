@@ -1,5 +1,8 @@
-import { db } from "~/server/db";
-import { answersWithoutTheirChargeStatement, isExpired, phaseWhere, type IdempotencyRecord } from "./lifecycle";
+import { db, driverErrorCode } from "~/server/db";
+import {
+  answersWithoutTheirChargeStatement, decodeRecord, isExpired, keyPrefixStatement, phaseWhere, recordCountStatement,
+  recordListStatement, type IdempotencyRecord, type RecordFilter, type RecordRow,
+} from "./lifecycle";
 import * as records from "./records";
 import type { StoredResponse } from "./types";
 
@@ -54,4 +57,50 @@ export async function recordsInProgress(route?: string, limit = 1000): Promise<b
 /** How many records are in progress (the dashboard's sweep status). */
 export function countInProgress(): Promise<number> {
   return db.idempotentRequest.count({ where: phaseWhere.in_progress });
+}
+
+/** A record as the dashboard lists it: decoded, with the customer its request named. */
+export type ListedRecord = IdempotencyRecord & { customerId: string | null };
+
+type ListedRow = RecordRow & { customerId: string | null };
+const listed = (rows: ListedRow[], now: Date): ListedRecord[] =>
+  rows.map((row) => ({ ...decodeRecord({ ...row, attempt: Number(row.attempt) }, now), customerId: row.customerId }));
+
+/** The dashboard's request log: a page of records, newest first (see lifecycle.recordListStatement). */
+export async function listRecords(
+  filter: RecordFilter,
+  page: { before?: { createdAt: Date; id: bigint } | null; limit: number },
+  now = new Date(),
+): Promise<ListedRecord[]> {
+  const { sql, values } = recordListStatement(filter, page, now);
+  return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
+}
+
+/**
+ * How many records match the filter, up to `cap` + 1; null when counting would
+ * take longer than `budgetMs`. Filters that no one index serves together (a
+ * client and a status, say) are checked row by row, and a sparse combination
+ * could read a big client's every row on each refresh: the budget stops that.
+ */
+export async function countRecords(filter: RecordFilter, cap: number, budgetMs = 150, now = new Date()): Promise<number | null> {
+  const { sql, values } = recordCountStatement(filter, cap, now);
+  try {
+    const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(
+      `SET STATEMENT max_statement_time = ${budgetMs / 1000} FOR ${sql}`,
+      ...values,
+    );
+    return Number(row?.n ?? 0);
+  } catch (error) {
+    if (driverErrorCode(error) === QUERY_INTERRUPTED) return null;
+    throw error;
+  }
+}
+
+/** MariaDB's "query execution was interrupted (max_statement_time exceeded)". */
+const QUERY_INTERRUPTED = 1969;
+
+/** Records whose key starts with `prefix`, in key order. */
+export async function recordsWithKeyPrefix(prefix: string, limit: number, now = new Date()): Promise<ListedRecord[]> {
+  const { sql, values } = keyPrefixStatement(prefix, limit);
+  return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
 }

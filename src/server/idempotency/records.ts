@@ -15,12 +15,19 @@ import {
   lockStatement, pruneBatchStatement, releaseStatement, renewStatement, takeStatement, unfinishedStatement,
   type FinishedBy, type IdempotencyRecord, type RecordRow, type Taker, type Timing,
 } from "./lifecycle";
+import { noteEvent } from "./events";
 import type { ClaimInput, StoredResponse } from "./types";
 
 export const timing: Timing = {
   leaseMs: env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS,
   ttlMs: env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000,
 };
+
+/** A transition that matched, for the key's timeline (events.ts; written within a second, never awaited). */
+type NotedTransition = "claimed" | "taken_over" | "released" | "completed";
+const noted = (record: IdempotencyRecord, kind: NotedTransition, detail: string | null, at?: Date) =>
+  noteEvent({ kind, at, detail, requestId: record.id, idempotencyKey: record.idempotencyKey, route: record.route,
+              apiClientId: record.apiClientId, attempt: record.attempt });
 
 /** When work under a hold must be done: a lease margin before the lease ends. */
 export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);
@@ -43,9 +50,13 @@ const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
 export async function insertClaim(claim: ClaimInput, now: Date): Promise<IdempotencyRecord | null> {
   try {
     const id = await insertReturningId(claimStatement(claim, timing));
-    return {
+    const { idempotencyKey, route, apiClientId, requestHash } = claim;
+    const record: IdempotencyRecord = {
       id,
-      ...claim,
+      idempotencyKey,
+      route,
+      apiClientId,
+      requestHash,
       attempt: 1,
       phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
       lastAttemptAt: now,
@@ -53,6 +64,8 @@ export async function insertClaim(claim: ClaimInput, now: Date): Promise<Idempot
       updatedAt: now,
       expiresAt: new Date(now.getTime() + timing.ttlMs),
     };
+    noted(record, "claimed", null, now);
+    return record;
   } catch (error) {
     if (isDuplicateKeyError(error)) return null;
     throw error;
@@ -74,6 +87,7 @@ export async function findById(id: bigint, now = new Date()): Promise<Idempotenc
 export async function take(record: IdempotencyRecord, now: Date, taker: Taker): Promise<IdempotencyRecord | null> {
   const changed = await retryOnLockConflict(() => execute(takeStatement(record, timing, taker)));
   if (changed !== 1) return null;
+  noted({ ...record, attempt: record.attempt + 1 }, "taken_over", taker, now);
   return {
     ...record,
     attempt: record.attempt + 1,
@@ -93,7 +107,8 @@ export async function renew(record: IdempotencyRecord, now: Date): Promise<Idemp
 
 /** release: gives the claim back (fenced by the attempt; a no-op once someone else took it). */
 export async function release(record: IdempotencyRecord): Promise<void> {
-  await retryOnLockConflict(() => execute(releaseStatement(record)));
+  const changed = await retryOnLockConflict(() => execute(releaseStatement(record)));
+  if (changed === 1) noted(record, "released", null);
 }
 
 /**
@@ -121,7 +136,11 @@ export async function complete(
   const allLanded = (touched: number[]) =>
     touched[0] === 1 && touched.at(-1) === 1 && touched.slice(1, -1).every((n) => n >= 1);
   try {
-    return await completionSlots(() => retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)));
+    const committed = await completionSlots(() =>
+      retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)),
+    );
+    if (committed) noted(record, "completed", `${finishedBy} ${response.status}`);
+    return committed;
   } catch (error) {
     // A row of the work already exists (its unique key): another attempt wrote it.
     if (isDuplicateKeyError(error)) return false;
@@ -146,8 +165,11 @@ export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimIn
       route: claim.route,
       apiClientId: claim.apiClientId,
       ownerApiClientId: existing.apiClientId,
+      crossClient: claim.apiClientId !== existing.apiClientId,
       storedHash: existing.requestHash,
       attemptedHash: claim.requestHash,
+      // What it sent, only when the key is its own: another client's request is never shown as the owner's.
+      attemptedFields: claim.apiClientId === existing.apiClientId && claim.fields ? JSON.stringify(claim.fields) : null,
     },
   });
 }

@@ -1,6 +1,7 @@
 import { isLockConflictError } from "~/server/db";
 import { addLogContext } from "~/server/observability/context";
 import { metrics, secondsSince } from "~/server/observability/metrics";
+import { noteAnswer } from "./events";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type IdempotencyRecord } from "./lifecycle";
 import * as records from "./records";
@@ -66,6 +67,7 @@ export async function runIdempotent(
     if (!(await waitForHeldHere(claim, left))) await sleep(Math.min(pause, left));
     outcome = await attempt(claim, work);
   }
+  noteAnswer(claim, outcome, waited);
   return { ...outcome, waited };
 }
 

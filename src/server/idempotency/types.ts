@@ -4,7 +4,16 @@ import type { FinishedBy, IdempotencyRecord, StoredResponse } from "./lifecycle"
 export type { StoredResponse };
 
 /** What identifies an operation and its payload. A null key is a keyless request (its own operation). */
-export type ClaimInput = { idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string };
+export type ClaimInput = {
+  idempotencyKey: string | null;
+  route: string;
+  apiClientId: number;
+  requestHash: string;
+  /** For the dashboard, stored with the claim: the customer the request names... */
+  customerId?: string | null;
+  /** ...and its fields as sent, without anything secret (the card token). Never used to decide anything. */
+  fields?: Record<string, unknown> | null;
+};
 
 /** A claim this process holds: the record, and when its work must be done by. */
 export type HeldClaim = {

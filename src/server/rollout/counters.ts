@@ -18,20 +18,31 @@ const KEYED_FLUSH_INTERVAL_MS = 1_000;
  */
 export const COUNT_SHARDS = 16;
 
-type BucketCount = { apiClientId: number; bucketStart: Date; keyed: number; keyless: number; lastKeylessAt: Date | null };
+type BucketCount = {
+  apiClientId: number;
+  bucketStart: Date;
+  keyed: number;
+  keyless: number;
+  /** Keyless requests refused because the header was required (globally, or for their client). */
+  keylessRejected: number;
+  lastKeylessAt: Date | null;
+};
 
 /** Adds to the client's hourly buckets; one statement, so concurrent writers never lose a count. */
 function addToBuckets(counts: BucketCount[]): Statement {
   return {
-    sql: `INSERT INTO request_count_buckets (api_client_id, bucket_start, shard, keyed, keyless, last_keyless_at)
-          VALUES ${counts.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}
+    sql: `INSERT INTO request_count_buckets
+            (api_client_id, bucket_start, shard, keyed, keyless, keyless_rejected, last_keyless_at)
+          VALUES ${counts.map(() => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}
           ON DUPLICATE KEY UPDATE
             keyed = keyed + VALUES(keyed),
             keyless = keyless + VALUES(keyless),
+            keyless_rejected = keyless_rejected + VALUES(keyless_rejected),
             last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
                                        VALUES(last_keyless_at))`,
     values: counts.flatMap((c) => [
-      c.apiClientId, c.bucketStart, Math.floor(Math.random() * COUNT_SHARDS), c.keyed, c.keyless, c.lastKeylessAt,
+      c.apiClientId, c.bucketStart, Math.floor(Math.random() * COUNT_SHARDS), c.keyed, c.keyless, c.keylessRejected,
+      c.lastKeylessAt,
     ]),
   };
 }
@@ -43,13 +54,17 @@ function addToBuckets(counts: BucketCount[]): Statement {
  * left by a crash is completed by the sweeper, and counted then. Keyless
  * traffic reaching zero is what tells engineers enforcing the header is safe.
  */
-export function keylessCountStatement(apiClientId: number, at: Date): Statement {
-  return addToBuckets([{ apiClientId, bucketStart: hourBucket(at), keyed: 0, keyless: 1, lastKeylessAt: at }]);
+export function keylessCountStatement(apiClientId: number, at: Date, { refused = false } = {}): Statement {
+  const keylessRejected = refused ? 1 : 0;
+  return addToBuckets([{ apiClientId, bucketStart: hourBucket(at), keyed: 0, keyless: 1, keylessRejected, lastKeylessAt: at }]);
 }
 
-/** Counts a keyless POST that was answered without a record (refused, invalid, or its client gone). */
-export async function countKeylessRequest(apiClientId: number, at = new Date()): Promise<void> {
-  await execute(keylessCountStatement(apiClientId, at));
+/**
+ * Counts a keyless POST that was answered without a record: refused (the header required, globally or for its
+ * client: counted as rejected too, which the rollout page shows per client), invalid, or its client gone.
+ */
+export async function countKeylessRequest(apiClientId: number, { refused = false, at = new Date() } = {}): Promise<void> {
+  await execute(keylessCountStatement(apiClientId, at, { refused }));
 }
 
 /** Keyed counts of this process not yet written, by client and hour. */
@@ -62,7 +77,7 @@ let flushTimer: NodeJS.Timeout | undefined;
  * loses at most a second of keyed counts, never a keyless one.
  */
 export function countKeyedRequest(apiClientId: number, at = new Date()): void {
-  holdKeyed({ apiClientId, bucketStart: hourBucket(at), keyed: 1, keyless: 0, lastKeylessAt: null });
+  holdKeyed({ apiClientId, bucketStart: hourBucket(at), keyed: 1, keyless: 0, keylessRejected: 0, lastKeylessAt: null });
 }
 
 function holdKeyed(count: BucketCount) {

@@ -1,70 +1,220 @@
+/**
+ * What engineers decide the rollout on, from the hourly buckets of
+ * src/server/rollout/counters.ts: the keyless share over time (all clients, and
+ * per client), each client's traffic in the safe-to-enforce window, whether
+ * enforcing is safe and, if not, who blocks it and when it would turn safe, and
+ * what a switch would reject now.
+ */
+import { env } from "~/env";
 import { db } from "~/server/db";
+import { toDate } from "~/server/requests/sql";
+import { hourBucket } from "./counters";
+import { getIdempotencyMode } from "./mode";
 
 export type Granularity = "hour" | "day";
 
-type SeriesRow = { bucket: Date | string; keyed: bigint | number; keyless: bigint | number };
-type ClientRow = {
-  api_client_id: number;
-  name: string;
-  key_prefix: string | null;
-  keyed: bigint | number;
-  keyless: bigint | number;
-  last_keyless_at: Date | string | null;
-};
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** How far back the chart goes at each granularity. */
+export const SERIES_SPAN = { hour: 48 * HOUR, day: 30 * DAY } as const;
+/** At most this many clients get a line of their own in the chart. */
+export const MAX_CHART_CLIENTS = 6;
 
-const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(`${v.replace(" ", "T")}Z`));
-const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : keyless / (keyed + keyless));
+type Num = bigint | number | null;
+const n = (v: Num) => Number(v ?? 0);
+
+export type SeriesPoint = {
+  bucket: Date;
+  keyed: number;
+  keyless: number;
+  rejected: number;
+  /** null when there was no traffic at all: not the same as 0 % keyless. */
+  keylessShare: number | null;
+};
 
 function bucketStarts(granularity: Granularity, since: Date, until: Date): Date[] {
   const start = new Date(since);
   if (granularity === "hour") start.setUTCMinutes(0, 0, 0);
   else start.setUTCHours(0, 0, 0, 0);
-  const step = granularity === "hour" ? 3_600_000 : 86_400_000;
+  const step = granularity === "hour" ? HOUR : DAY;
   const starts: Date[] = [];
   for (let t = start.getTime(); t <= until.getTime(); t += step) starts.push(new Date(t));
   return starts;
 }
 
-/**
- * Keyless share of POST /api/charges over time and per API client, from the
- * hourly buckets. A client is "still to chase" while it sends keyless requests.
- */
-export async function keylessTraffic(opts: { granularity: Granularity; since: Date }) {
-  const bucketExpr = opts.granularity === "hour" ? "bucket_start" : "CAST(DATE(bucket_start) AS DATETIME)";
-  const series = await db.$queryRawUnsafe<SeriesRow[]>(
-    `SELECT ${bucketExpr} AS bucket, SUM(keyed) AS keyed, SUM(keyless) AS keyless
+const bucketExpr = (g: Granularity) => (g === "hour" ? "bucket_start" : "CAST(DATE(bucket_start) AS DATETIME)");
+
+/** Every bucket of the period, empty ones included (as null shares), so that the time axis tells the truth. */
+function fill(
+  granularity: Granularity,
+  since: Date,
+  now: Date,
+  rows: { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[],
+) {
+  const counted = new Map(rows.map((r) => [toDate(r.bucket).getTime(), r]));
+  return bucketStarts(granularity, since, now).map((bucket): SeriesPoint => {
+    const r = counted.get(bucket.getTime());
+    const keyed = n(r?.keyed ?? 0);
+    const keyless = n(r?.keyless ?? 0);
+    return {
+      bucket,
+      keyed,
+      keyless,
+      rejected: n(r?.rejected ?? 0),
+      keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
+    };
+  });
+}
+
+/** The keyless share over time: all clients together, and one line per client asked for. */
+export async function keylessSeries(granularity: Granularity, clientIds: number[], now = new Date()) {
+  const since = new Date(now.getTime() - SERIES_SPAN[granularity]);
+  const from = granularity === "hour" ? hourBucket(since) : new Date(new Date(since).setUTCHours(0, 0, 0, 0));
+  const all = await db.$queryRawUnsafe<{ bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[]>(
+    `SELECT ${bucketExpr(granularity)} AS bucket, SUM(keyed) AS keyed, SUM(keyless) AS keyless,
+            SUM(keyless_rejected) AS rejected
        FROM request_count_buckets WHERE bucket_start >= ? GROUP BY bucket ORDER BY bucket`,
-    opts.since,
+    from,
   );
-  const clients = await db.$queryRawUnsafe<ClientRow[]>(
-    `SELECT b.api_client_id, c.name, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless,
-            MAX(b.last_keyless_at) AS last_keyless_at,
-            (SELECT k.key_prefix FROM api_keys k WHERE k.api_client_id = c.id
-              ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1) AS key_prefix
-       FROM request_count_buckets b JOIN api_clients c ON c.id = b.api_client_id
-      WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name ORDER BY keyless DESC, c.name`,
-    opts.since,
-  );
-  const lastKeyless = await db.requestCountBucket.aggregate({ _max: { lastKeylessAt: true } });
-  const counted = new Map(series.map((r) => [toDate(r.bucket).getTime(), { keyed: Number(r.keyed), keyless: Number(r.keyless) }]));
+  const perClient = clientIds.length
+    ? await db.$queryRawUnsafe<{ clientId: number; bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[]>(
+        `SELECT api_client_id AS clientId, ${bucketExpr(granularity)} AS bucket, SUM(keyed) AS keyed,
+                SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected
+           FROM request_count_buckets
+          WHERE api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND bucket_start >= ?
+          GROUP BY api_client_id, bucket ORDER BY bucket`,
+        ...clientIds,
+        from,
+      )
+    : [];
   return {
-    // Every bucket of the period, empty ones included, so the chart's time axis is true.
-    series: bucketStarts(opts.granularity, opts.since, new Date()).map((bucket) => {
-      const { keyed, keyless } = counted.get(bucket.getTime()) ?? { keyed: 0, keyless: 0 };
-      return { bucket, keyed, keyless, keylessShare: share(keyless, keyed) };
-    }),
-    clients: clients.map((r) => ({
-      apiClientId: r.api_client_id,
-      name: r.name,
-      keyPreview: r.key_prefix ? `${r.key_prefix}…` : "no key",
-      keyed: Number(r.keyed),
-      keyless: Number(r.keyless),
-      keylessShare: share(Number(r.keyless), Number(r.keyed)),
-      lastKeylessAt: r.last_keyless_at ? toDate(r.last_keyless_at) : null,
+    since: from,
+    all: fill(granularity, from, now, all),
+    clients: clientIds.map((id) => ({
+      apiClientId: id,
+      points: fill(
+        granularity,
+        from,
+        now,
+        perClient.filter((r) => Number(r.clientId) === id),
+      ),
     })),
-    lastKeylessAt: lastKeyless._max.lastKeylessAt,
   };
 }
+
+type ClientWindowRow = {
+  clientId: number;
+  keyed: Num;
+  keyless: Num;
+  rejected: Num;
+  lastKeylessAt: Date | string | null;
+  lastAcceptedKeylessAt: Date | string | null;
+};
+
+/**
+ * The decision: each client's traffic in the window, who blocks enforcing (an
+ * accepted keyless request in the window), whether the evidence is enough, and
+ * what a switch would reject (keyless requests accepted since the start of the
+ * previous hour).
+ */
+export async function rolloutStatus(now = new Date()) {
+  const windowHours = env.SAFE_TO_ENFORCE_HOURS;
+  const windowStart = new Date(now.getTime() - windowHours * HOUR);
+  const lastHourFrom = new Date(hourBucket(now).getTime() - HOUR);
+  const [mode, windowRows, lastHourRows, clients, first] = await Promise.all([
+    getIdempotencyMode(),
+    // A bucket with accepted keyless requests (more keyless than refused) names its last one; a bucket whose
+    // keyless requests were all refused does not block anything.
+    db.$queryRawUnsafe<ClientWindowRow[]>(
+      `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected,
+              MAX(last_keyless_at) AS lastKeylessAt,
+              MAX(CASE WHEN keyless > keyless_rejected THEN last_keyless_at END) AS lastAcceptedKeylessAt
+         FROM request_count_buckets WHERE bucket_start >= ? GROUP BY api_client_id`,
+      hourBucket(windowStart),
+    ),
+    db.$queryRawUnsafe<{ clientId: number; accepted: Num }[]>(
+      `SELECT api_client_id AS clientId, SUM(keyless - keyless_rejected) AS accepted
+         FROM request_count_buckets WHERE bucket_start >= ? GROUP BY api_client_id`,
+      lastHourFrom,
+    ),
+    db.$queryRawUnsafe<{ id: number; name: string; keyRequiredSince: Date | null; keyPrefix: string | null }[]>(
+      `SELECT c.id, c.name, c.key_required_since AS keyRequiredSince,
+              (SELECT k.key_prefix FROM api_keys k WHERE k.api_client_id = c.id
+                ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1) AS keyPrefix
+         FROM api_clients c ORDER BY c.name`,
+    ),
+    db.requestCountBucket.aggregate({ _min: { bucketStart: true } }),
+  ]);
+  const inWindow = new Map(windowRows.map((r) => [Number(r.clientId), r]));
+  const lastHour = new Map(lastHourRows.map((r) => [Number(r.clientId), n(r.accepted)]));
+  const date = (v: Date | string | null) => (v === null ? null : toDate(v));
+
+  const perClient = clients.map((c) => {
+    const r = inWindow.get(c.id);
+    const lastAccepted = date(r?.lastAcceptedKeylessAt ?? null);
+    const keyed = n(r?.keyed ?? 0);
+    const keyless = n(r?.keyless ?? 0);
+    const blocking = lastAccepted !== null && lastAccepted >= windowStart;
+    return {
+      apiClientId: c.id,
+      name: c.name,
+      keyPreview: c.keyPrefix ? `${c.keyPrefix}…` : "no key",
+      keyRequiredSince: c.keyRequiredSince,
+      enforced: mode === "required" ? ("global" as const) : c.keyRequiredSince ? ("client" as const) : null,
+      keyed,
+      keyless,
+      rejected: n(r?.rejected ?? 0),
+      keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
+      lastKeylessAt: date(r?.lastKeylessAt ?? null),
+      lastAcceptedKeylessAt: lastAccepted,
+      blocking,
+      /** If it sent no more keyless requests from now: when its window would be clean. */
+      cleanAt: blocking ? new Date(lastAccepted!.getTime() + windowHours * HOUR) : null,
+      keylessLastHour: lastHour.get(c.id) ?? 0,
+    };
+  });
+
+  const keyedInWindow = perClient.reduce((sum, c) => sum + c.keyed, 0);
+  const firstCountedAt = first._min.bucketStart;
+  const observedHours = firstCountedAt ? (now.getTime() - firstCountedAt.getTime()) / HOUR : 0;
+  const blocking = perClient
+    .filter((c) => c.blocking)
+    .sort((a, b) => b.keyless - b.rejected - (a.keyless - a.rejected));
+  const evidence = {
+    keyedInWindow,
+    minKeyed: env.SAFE_TO_ENFORCE_MIN_KEYED,
+    observedHours,
+    minHoursObserved: env.SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED,
+    enoughKeyed: keyedInWindow >= env.SAFE_TO_ENFORCE_MIN_KEYED,
+    enoughHistory: observedHours >= env.SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED,
+  };
+  const historyAt = firstCountedAt
+    ? new Date(firstCountedAt.getTime() + env.SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED * HOUR)
+    : null;
+  // The earliest it could turn safe if every blocking client stopped now (and keyed traffic keeps up).
+  const candidates = [...blocking.map((c) => c.cleanAt!), ...(evidence.enoughHistory || !historyAt ? [] : [historyAt])];
+  const safeAt = candidates.length ? new Date(Math.max(...candidates.map((d) => d.getTime()))) : null;
+  return {
+    mode,
+    now,
+    windowHours,
+    windowStart,
+    lastHourFrom,
+    clients: perClient,
+    blocking: blocking.map((c) => ({
+      apiClientId: c.apiClientId,
+      name: c.name,
+      keyless: c.keyless - c.rejected,
+      cleanAt: c.cleanAt,
+    })),
+    evidence,
+    safeToEnforce: mode === "optional" && blocking.length === 0 && evidence.enoughKeyed && evidence.enoughHistory,
+    safeAt,
+    rejectedInWindow: perClient.reduce((sum, c) => sum + c.rejected, 0),
+  };
+}
+
+const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : keyless / (keyed + keyless));
 
 /** Keyed and keyless POSTs per client since `since`, and the keyless share (what /api/metrics exports). */
 export async function keylessShareByClient(since: Date) {

@@ -1,6 +1,7 @@
 import { accountRouter } from "./routers/account";
 import { apiClientsRouter } from "./routers/apiClients";
 import { auditRouter } from "./routers/audit";
+import { customersRouter } from "./routers/customers";
 import { ledgerRouter } from "./routers/ledger";
 import { requestsRouter } from "./routers/requests";
 import { rolloutRouter } from "./routers/rollout";
@@ -12,6 +13,7 @@ export const appRouter = createTRPCRouter({
   account: accountRouter,
   apiClients: apiClientsRouter,
   audit: auditRouter,
+  customers: customersRouter,
   requests: requestsRouter,
   rollout: rolloutRouter,
   staff: staffRouter,

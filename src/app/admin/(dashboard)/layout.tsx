@@ -1,37 +1,45 @@
 import Link from "next/link";
+import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { env } from "~/env";
 import { currentUser } from "~/server/auth/session";
-import { TRPCReactProvider } from "~/trpc/react";
+import { Nav } from "../_components/Nav";
+import { Providers } from "../_components/Providers";
+import { SessionWatch } from "../_components/SessionWatch";
 
 export const dynamic = "force-dynamic";
 
 export default async function DashboardLayout({ children }: { children: ReactNode }) {
+  const requestHeaders = await headers();
   const user = await currentUser();
-  if (!user) redirect("/admin/login");
+  // Signed out (or never signed in): to the sign-in page, and back here afterwards (src/proxy.ts names the page).
+  const page = requestHeaders.get("x-page") ?? "/admin";
+  if (!user) redirect(page === "/admin" ? "/admin/login" : `/admin/login?next=${encodeURIComponent(page)}`);
   const engineer = user.role === "engineer";
   const needsTwoFactor = engineer && env.STAFF_REQUIRE_2FA && !user.twoFactorVerified;
   return (
-    <TRPCReactProvider>
-      <header className="topbar">
-        <nav aria-label="Dashboard">
-          <strong>Charges</strong>
-          <Link href="/admin">Requests</Link>
-          <Link href="/admin/rollout">Rollout</Link>
-          {engineer && <Link href="/admin/clients">API clients</Link>}
-          {engineer && <Link href="/admin/staff">Staff</Link>}
-          {engineer && <Link href="/admin/audit">Audit log</Link>}
-          <Link href="/admin/account">Account</Link>
-        </nav>
-        <form action="/api/auth/logout" method="post">
-          <span className="muted" data-testid="whoami">
-            {user.name} ({user.role})
-          </span>{" "}
-          <button type="submit">Sign out</button>
-        </form>
+    <Providers nonce={requestHeaders.get("x-nonce")}>
+      <SessionWatch />
+      <header className="border-b border-slate-200 bg-white">
+        <div className="mx-auto flex max-w-7xl flex-wrap items-center justify-between gap-2 px-4 py-2">
+          <div className="flex flex-wrap items-center gap-3">
+            <Link href="/admin" className="font-semibold text-slate-900 no-underline">
+              Charges
+            </Link>
+            <Nav engineer={engineer} />
+          </div>
+          <form action="/api/auth/logout" method="post" className="flex items-center gap-2 text-sm">
+            <span className="muted" data-testid="whoami">
+              {user.name} ({user.role})
+            </span>
+            <button type="submit" className="btn-secondary">
+              Sign out
+            </button>
+          </form>
+        </div>
       </header>
-      <main className="page">
+      <main className="mx-auto max-w-7xl space-y-4 px-4 py-5">
         {needsTwoFactor && (
           <p role="status" className="card warn">
             Engineers must sign in with two-factor authentication.{" "}
@@ -40,6 +48,6 @@ export default async function DashboardLayout({ children }: { children: ReactNod
         )}
         {children}
       </main>
-    </TRPCReactProvider>
+    </Providers>
   );
 }

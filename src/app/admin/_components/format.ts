@@ -1,12 +1,26 @@
+import { formatDistanceStrict } from "date-fns";
+
+/** "3 min ago", "in 2 h": relative to `now` (the server's time of the answer, when there is one). */
+export function relative(date: Date, now: Date = new Date()): string {
+  const words = formatDistanceStrict(date, now, { roundingMethod: "floor" });
+  return date.getTime() <= now.getTime() ? `${words} ago` : `in ${words}`;
+}
+
+/** The absolute time, in UTC, as every engineer's logs show it. */
+export function absolute(date: Date | null | undefined): string {
+  return date
+    ? date
+        .toISOString()
+        .replace("T", " ")
+        .replace(/\.\d+Z$/, " UTC")
+    : "—";
+}
+
 export function formatAge(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-}
-
-export function formatTime(d: Date | null | undefined): string {
-  return d ? d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "—";
 }
 
 export function formatMoney(cents: number, currency: string): string {
@@ -16,6 +30,11 @@ export function formatMoney(cents: number, currency: string): string {
 export function formatBytes(n: number): string {
   return n > 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
 }
+
+export const formatCount = (c: { count: number; capped: boolean }) =>
+  c.capped ? `${c.count.toLocaleString("en")}+` : c.count.toLocaleString("en");
+
+export const percent = (share: number | null) => (share === null ? "no traffic" : `${(share * 100).toFixed(1)} %`);
 
 /** Pretty-prints a stored response body; leaves non-JSON as it is. */
 export function prettyJson(text: string | null): string {

@@ -1,50 +1,64 @@
 import { z } from "zod";
-import { env } from "~/env";
 import { listAudit } from "~/server/audit/audit";
-import { getIdempotencyMode, idempotencyModeSchema, setIdempotencyMode } from "~/server/rollout/mode";
-import { keylessTraffic } from "~/server/rollout/stats";
+import {
+  idempotencyModeSchema,
+  setClientKeyRequired,
+  setIdempotencyMode,
+  switchReasonSchema,
+} from "~/server/rollout/mode";
+import { keylessSeries, MAX_CHART_CLIENTS, rolloutStatus } from "~/server/rollout/stats";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
-const HOUR = 3_600_000;
+const MODE_ACTIONS = ["mode.changed", "client_mode.changed"] as const;
 
 export const rolloutRouter = createTRPCRouter({
-  overview: protectedProcedure
+  /** The decision: mode, per-client traffic in the window, who blocks enforcing, what a switch would reject. */
+  status: protectedProcedure.query(() => rolloutStatus()),
+
+  /** The keyless share over time, for all clients and, each on its own line, the clients asked for. */
+  series: protectedProcedure
     .input(
       z.object({
         granularity: z.enum(["hour", "day"]).default("hour"),
-        /** Keyless traffic must have been zero this long for "safe to enforce". */
-        windowHours: z.number().int().min(1).max(24 * 90).default(env.SAFE_TO_ENFORCE_HOURS),
+        clientIds: z.array(z.number().int().positive()).max(MAX_CHART_CLIENTS).default([]),
       }),
     )
-    .query(async ({ ctx, input }) => {
-      const now = Date.now();
-      const since = new Date(now - (input.granularity === "hour" ? 48 : 30 * 24) * HOUR);
-      const traffic = await keylessTraffic({ granularity: input.granularity, since });
-      const windowStart = new Date(now - input.windowHours * HOUR);
-      const keyedInWindow = await ctx.db.requestCountBucket.aggregate({
-        where: { bucketStart: { gte: new Date(windowStart.getTime() - HOUR) } },
-        _sum: { keyed: true },
-      });
-      const keylessFree = !traffic.lastKeylessAt || traffic.lastKeylessAt < windowStart;
-      const modeChanges = await listAudit({ action: "mode.changed", limit: 20 });
-      const auditLog = modeChanges.items.map((entry) => ({
-        id: entry.id,
-        createdAt: entry.createdAt,
-        actor: entry.actorLabel ?? "unknown",
-        fromMode: String(entry.details?.from),
-        toMode: String(entry.details?.to),
-      }));
+    .query(({ input }) => keylessSeries(input.granularity, input.clientIds)),
+
+  /** Switches of the global mode and of single clients, newest first, paged. */
+  modeChanges: protectedProcedure
+    .input(
+      z.object({
+        cursor: z
+          .string()
+          .regex(/^\d{1,18}$/)
+          .nullish(),
+        limit: z.number().int().min(1).max(50).default(10),
+      }),
+    )
+    .query(async ({ input }) => {
+      const page = await listAudit({ actions: MODE_ACTIONS, cursor: input.cursor, limit: input.limit });
       return {
-        mode: await getIdempotencyMode(),
-        ...traffic,
-        windowHours: input.windowHours,
-        safeToEnforce: keylessFree,
-        keyedRequestsInWindow: keyedInWindow._sum.keyed ?? 0,
-        auditLog,
+        items: page.items.map((e) => ({
+          id: e.id,
+          createdAt: e.createdAt,
+          actor: e.actorLabel ?? e.actorType,
+          scope: e.action === "mode.changed" ? ("global" as const) : ("client" as const),
+          targetId: e.targetId,
+          from: String(e.details?.from ?? ""),
+          to: String(e.details?.to ?? ""),
+          reason: typeof e.details?.reason === "string" ? e.details.reason : null,
+        })),
+        nextCursor: page.nextCursor,
       };
     }),
 
-  setMode: engineerProcedure.input(z.object({ mode: idempotencyModeSchema })).mutation(async ({ ctx, input }) => {
-    return setIdempotencyMode(input.mode, ctx.audit);
-  }),
+  setMode: engineerProcedure
+    .input(z.object({ mode: idempotencyModeSchema, reason: switchReasonSchema }))
+    .mutation(({ ctx, input }) => setIdempotencyMode(input.mode, ctx.audit, input.reason)),
+
+  /** Require the header of one client while the global mode stays optional (or give it back to the global mode). */
+  setClientRequired: engineerProcedure
+    .input(z.object({ clientId: z.number().int().positive(), required: z.boolean(), reason: switchReasonSchema }))
+    .mutation(({ ctx, input }) => setClientKeyRequired(input.clientId, input.required, ctx.audit, input.reason)),
 });

@@ -1,0 +1,268 @@
+"use client";
+
+import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import type { ColumnDef } from "@tanstack/react-table";
+import Link from "next/link";
+import { useRouter } from "next/navigation";
+import { parseAsInteger, useQueryState } from "nuqs";
+import { useState } from "react";
+import type { RouterOutputs } from "~/trpc/react";
+import { useTRPC } from "~/trpc/react";
+import { formatCount, formatMoney } from "../../_components/format";
+import { Badge, PhaseBadge } from "../../_components/ui/Badge";
+import { DataTable, LoadMore } from "../../_components/ui/DataTable";
+import { LiveRegion } from "../../_components/ui/LiveRegion";
+import { PageHeader } from "../../_components/ui/PageHeader";
+import { QueryState } from "../../_components/ui/QueryState";
+import { Time } from "../../_components/ui/Time";
+
+/** Finding a customer: by id or its start. */
+export function CustomerSearch() {
+  const router = useRouter();
+  const trpc = useTRPC();
+  const [input, setInput] = useState("");
+  const [prefix, setPrefix] = useState("");
+  const matches = useQuery({
+    ...trpc.requests.search.queryOptions({ prefix: prefix || "x" }),
+    enabled: prefix.length > 0,
+  });
+  return (
+    <>
+      <PageHeader title="Customers">
+        Every charge of a customer, keyed and keyless, with possible duplicates highlighted.
+      </PageHeader>
+      <form
+        role="search"
+        aria-label="Find a customer"
+        className="card flex flex-wrap items-end gap-2"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const id = input.trim();
+          if (id) router.push(`/admin/customers/${encodeURIComponent(id)}`);
+        }}
+      >
+        <label className="field min-w-0 flex-1">
+          Customer id (or its start, to list matches)
+          <input
+            className="input"
+            value={input}
+            onChange={(e) => (setInput(e.target.value), setPrefix(e.target.value.trim()))}
+          />
+        </label>
+        <button type="submit" className="btn">
+          Show charges
+        </button>
+      </form>
+      {prefix && (
+        <section className="card" aria-label="Matching customers">
+          <QueryState
+            query={matches}
+            what="matching customers"
+            isEmpty={(d) => d.customers.length === 0}
+            empty="No customer id starts with that."
+          >
+            {(d) => (
+              <ul className="space-y-1">
+                {d.customers.map((c) => (
+                  <li key={c}>
+                    <Link href={`/admin/customers/${encodeURIComponent(c)}`}>{c}</Link>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </QueryState>
+        </section>
+      )}
+    </>
+  );
+}
+
+type Charge = RouterOutputs["customers"]["charges"]["charges"][number];
+
+const chargeColumns: ColumnDef<Charge>[] = [
+  { header: "When", cell: ({ row }) => <Time date={row.original.createdAt} /> },
+  { header: "Amount", cell: ({ row }) => formatMoney(row.original.amountCents, row.original.currency) },
+  {
+    header: "Status",
+    cell: ({ row: { original: c } }) => (
+      <Badge tone={c.status === "succeeded" ? "ok" : "danger"}>
+        {c.status === "succeeded" ? "succeeded" : `declined${c.failureCode ? ` (${c.failureCode})` : ""}`}
+      </Badge>
+    ),
+  },
+  {
+    header: "Charge",
+    cell: ({ row }) => (
+      <Link href={`/admin/charges/${row.original.id}`} className="font-mono text-[13px]">
+        {row.original.id}
+      </Link>
+    ),
+  },
+  {
+    header: "Idempotency key",
+    cell: ({ row: { original: c } }) =>
+      c.request ? (
+        <Link href={`/admin/requests/${c.request.id}`} className="font-mono text-[13px] break-all">
+          {c.request.idempotencyKey ?? "keyless"}
+        </Link>
+      ) : (
+        <span className="muted">record expired</span>
+      ),
+  },
+  { header: "Client", cell: ({ row }) => row.original.apiClient.name },
+  {
+    header: "Possible duplicate",
+    cell: ({ row: { original: c } }) =>
+      c.possibleDuplicateOf ? (
+        <span className="warn font-medium" data-testid="duplicate-flag">
+          same amount{" "}
+          <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id.slice(0, 10)}…</Link>{" "}
+          <Time date={c.possibleDuplicateOf.createdAt} />
+        </span>
+      ) : (
+        <span className="muted">—</span>
+      ),
+  },
+];
+
+export const WINDOWS = [1, 5, 10, 30, 60];
+
+export function CustomerView({ customerId }: { customerId: string }) {
+  const trpc = useTRPC();
+  const [windowMinutes, setWindow] = useQueryState("window", parseAsInteger.withDefault(10));
+  const list = useInfiniteQuery(
+    trpc.customers.charges.infiniteQueryOptions(
+      { customerId, windowMinutes, limit: 50 },
+      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 10_000 },
+    ),
+  );
+  const charges = list.data?.pages.flatMap((p) => p.charges) ?? [];
+  const duplicates = charges.filter((c) => c.possibleDuplicateOf).length;
+  const total = list.data?.pages[0]?.total;
+  return (
+    <>
+      <PageHeader
+        title={
+          <>
+            Customer <code className="break-all">{customerId}</code>
+          </>
+        }
+      >
+        Every charge of this customer, newest first. A charge is highlighted when another succeeded charge of the same
+        client, amount and currency came within the window: the signature of a double charge.
+      </PageHeader>
+      <div className="flex flex-wrap items-end justify-between gap-3">
+        <label className="field">
+          Duplicate window
+          <select className="input" value={windowMinutes} onChange={(e) => void setWindow(Number(e.target.value))}>
+            {WINDOWS.map((m) => (
+              <option key={m} value={m}>
+                {m} minutes
+              </option>
+            ))}
+          </select>
+        </label>
+        <p className="m-0" data-testid="customer-summary">
+          {total ? `${formatCount(total)} charges` : ""}
+          {duplicates > 0 && <strong className="warn"> · {duplicates} possible duplicates shown</strong>}
+        </p>
+      </div>
+      <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${charges.length} charges shown.`} />
+      <QueryState
+        query={list}
+        what="the customer's charges"
+        isEmpty={() => charges.length === 0}
+        empty="No charge for this customer id."
+      >
+        {() => (
+          <>
+            <DataTable
+              caption={`Charges of ${customerId}, newest first`}
+              columns={chargeColumns}
+              data={charges}
+              rowId={(c) => c.id}
+              highlight={(c) => c.possibleDuplicateOf !== null}
+              testId="customer-charges"
+            />
+            <LoadMore query={list} />
+          </>
+        )}
+      </QueryState>
+    </>
+  );
+}
+
+export function ChargeDetail({ id }: { id: string }) {
+  const trpc = useTRPC();
+  const query = useQuery(trpc.customers.charge.queryOptions({ id, windowMinutes: 10 }));
+  return (
+    <QueryState query={query} what={`charge ${id}`}>
+      {(c) => (
+        <>
+          <PageHeader
+            title={
+              <>
+                Charge <code className="break-all">{c.id}</code>
+              </>
+            }
+          >
+            {c.request
+              ? "Its request record is linked below."
+              : "Its request record has expired and was pruned; the charge stays."}
+          </PageHeader>
+          {c.possibleDuplicateOf && (
+            <p role="status" className="card warn" data-testid="duplicate-warning">
+              Possible duplicate:{" "}
+              <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id}</Link> charged the
+              same customer the same amount <Time date={c.possibleDuplicateOf.createdAt} />.
+            </p>
+          )}
+          <dl className="card facts" data-testid="charge-detail">
+            <dt>Amount</dt>
+            <dd>{formatMoney(c.amountCents, c.currency)}</dd>
+            <dt>Status</dt>
+            <dd>
+              {c.status}
+              {c.failureCode && ` (${c.failureCode})`}
+            </dd>
+            <dt>When</dt>
+            <dd>
+              <Time date={c.createdAt} />
+            </dd>
+            <dt>Customer</dt>
+            <dd>
+              {c.customerId ? (
+                <Link href={`/admin/customers/${encodeURIComponent(c.customerId)}`}>{c.customerId}</Link>
+              ) : (
+                "none given"
+              )}
+            </dd>
+            <dt>API client</dt>
+            <dd>{c.apiClient.name}</dd>
+            <dt>Request</dt>
+            <dd>
+              {c.request ? (
+                <span className="flex flex-wrap items-center gap-2">
+                  <Link href={`/admin/requests/${c.request.id}`}>
+                    {c.request.idempotencyKey ?? `keyless request #${c.request.id}`}
+                  </Link>
+                  <PhaseBadge phase={c.request.phase} />
+                </span>
+              ) : (
+                <span className="muted">expired</span>
+              )}
+            </dd>
+            <dt>Gateway charge</dt>
+            <dd>
+              <code>{c.gatewayChargeId}</code>
+            </dd>
+            <dt>Gateway key</dt>
+            <dd>
+              <code className="break-all">{c.gatewayIdempotencyKey}</code>
+            </dd>
+          </dl>
+        </>
+      )}
+    </QueryState>
+  );
+}

@@ -1,0 +1,354 @@
+"use client";
+
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { ColumnDef } from "@tanstack/react-table";
+import { parseAsArrayOf, parseAsInteger, parseAsStringLiteral, useQueryStates } from "nuqs";
+import type { RouterOutputs } from "~/trpc/react";
+import { useTRPC } from "~/trpc/react";
+import { absolute, percent } from "../../_components/format";
+import { Badge } from "../../_components/ui/Badge";
+import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
+import { DataTable, LoadMore } from "../../_components/ui/DataTable";
+import { PageHeader } from "../../_components/ui/PageHeader";
+import { QueryState } from "../../_components/ui/QueryState";
+import { Time } from "../../_components/ui/Time";
+import { KeylessChart } from "./KeylessChart";
+
+type Status = RouterOutputs["rollout"]["status"];
+type ClientRow = Status["clients"][number];
+const MAX_LINES = 6;
+
+export function Rollout() {
+  const trpc = useTRPC();
+  const [params, setParams] = useQueryStates({
+    granularity: parseAsStringLiteral(["hour", "day"] as const).withDefault("hour"),
+    clients: parseAsArrayOf(parseAsInteger).withDefault([]),
+  });
+  const me = useQuery(trpc.account.me.queryOptions());
+  const status = useQuery(trpc.rollout.status.queryOptions(undefined, { refetchInterval: 15_000 }));
+  const chosen = params.clients.length
+    ? params.clients
+    : (status.data?.blocking.slice(0, 3).map((b) => b.apiClientId) ?? []);
+  const series = useQuery(
+    trpc.rollout.series.queryOptions(
+      { granularity: params.granularity, clientIds: chosen.slice(0, MAX_LINES) },
+      { refetchInterval: 60_000 },
+    ),
+  );
+  const engineer = me.data?.role === "engineer";
+
+  return (
+    <>
+      <PageHeader title="Idempotency-Key rollout">
+        Keyless requests are accepted and counted while the mode is optional. Require the header once a client, or all
+        of them, send none.
+      </PageHeader>
+      <QueryState query={status} what="the rollout status">
+        {(s) => (
+          <>
+            <Decision s={s} engineer={engineer} roleKnown={me.isSuccess} />
+            <section className="card space-y-3" aria-label="Keyless share over time">
+              <div className="flex flex-wrap items-end justify-between gap-3">
+                <h2>Keyless share over time</h2>
+                <label className="field">
+                  Period
+                  <select
+                    className="input"
+                    aria-label="Granularity"
+                    value={params.granularity}
+                    onChange={(e) => void setParams({ granularity: e.target.value as "hour" | "day" })}
+                  >
+                    <option value="hour">hourly, last 48 h</option>
+                    <option value="day">daily, last 30 days</option>
+                  </select>
+                </label>
+              </div>
+              <fieldset className="flex flex-wrap gap-x-4 gap-y-1 text-sm">
+                <legend className="mb-1 font-medium">Clients with a line of their own (up to {MAX_LINES})</legend>
+                {s.clients
+                  .filter((c) => c.keyed + c.keyless > 0 || chosen.includes(c.apiClientId))
+                  .slice(0, 30)
+                  .map((c) => (
+                    <label key={c.apiClientId} className="flex items-center gap-1">
+                      <input
+                        type="checkbox"
+                        checked={chosen.includes(c.apiClientId)}
+                        disabled={!chosen.includes(c.apiClientId) && chosen.length >= MAX_LINES}
+                        onChange={(e) =>
+                          void setParams({
+                            clients: e.target.checked
+                              ? [...chosen, c.apiClientId]
+                              : chosen.filter((id) => id !== c.apiClientId),
+                          })
+                        }
+                      />
+                      {c.name}
+                    </label>
+                  ))}
+              </fieldset>
+              <QueryState query={series} what="the keyless share">
+                {(data) => (
+                  <KeylessChart
+                    series={data}
+                    granularity={params.granularity}
+                    windowStart={s.windowStart}
+                    names={new Map(s.clients.map((c) => [c.apiClientId, c.name]))}
+                  />
+                )}
+              </QueryState>
+            </section>
+            <ClientTable s={s} engineer={engineer} />
+          </>
+        )}
+      </QueryState>
+      <ModeChanges />
+    </>
+  );
+}
+
+function useInvalidateRollout() {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  return () => queryClient.invalidateQueries({ queryKey: trpc.rollout.pathKey() });
+}
+
+function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; roleKnown: boolean }) {
+  const trpc = useTRPC();
+  const invalidate = useInvalidateRollout();
+  const setMode = useMutation(trpc.rollout.setMode.mutationOptions({ onSuccess: invalidate }));
+  const next = s.mode === "optional" ? "required" : "optional";
+  const impact = s.clients.filter((c) => c.keylessLastHour > 0 && !c.enforced);
+  const since = absolute(s.lastHourFrom).slice(11, 16);
+  return (
+    <section className="card space-y-2" data-testid="mode-panel" aria-label="Mode">
+      <p className="m-0 text-lg">
+        Mode: <strong data-testid="current-mode">{s.mode}</strong>{" "}
+        <span className="muted text-base">
+          {s.mode === "optional"
+            ? "— keyless charges are accepted and counted."
+            : "— keyless charges get 400 idempotency_key_required."}
+        </span>
+      </p>
+      <div data-testid="safe-to-enforce" className="space-y-1">
+        {s.mode === "required" ? (
+          <p className="good m-0 font-medium">
+            Enforced for every client: {s.rejectedInWindow.toLocaleString("en")} keyless requests refused in the last{" "}
+            {s.windowHours} h (per client below).
+          </p>
+        ) : s.safeToEnforce ? (
+          <p className="good m-0 font-medium">
+            Safe to enforce: no keyless request accepted in the last {s.windowHours} h,{" "}
+            {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in that window, counts going back{" "}
+            {Math.floor(s.evidence.observedHours)} h.
+          </p>
+        ) : (
+          <>
+            <p className="warn m-0 font-medium">Not yet safe to enforce.</p>
+            <ul className="list-disc pl-5 text-sm">
+              {s.blocking.length > 0 && (
+                <li>
+                  Blocking:{" "}
+                  {s.blocking.map((b, i) => (
+                    <span key={b.apiClientId}>
+                      {i > 0 && ", "}
+                      <strong>{b.name}</strong> ({b.keyless.toLocaleString("en")} keyless accepted, clean from{" "}
+                      {absolute(b.cleanAt)} if it stops now)
+                    </span>
+                  ))}
+                </li>
+              )}
+              {!s.evidence.enoughKeyed && (
+                <li>
+                  Too little evidence: {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in the last{" "}
+                  {s.windowHours} h, at least {s.evidence.minKeyed.toLocaleString("en")} are needed
+                  (SAFE_TO_ENFORCE_MIN_KEYED).
+                </li>
+              )}
+              {!s.evidence.enoughHistory && (
+                <li>
+                  Too short a history: counts go back {Math.floor(s.evidence.observedHours)} h, at least{" "}
+                  {s.evidence.minHoursObserved} h are needed (SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED).
+                </li>
+              )}
+              {s.safeAt && (
+                <li>Earliest it could turn safe if the blocking clients stopped now: {absolute(s.safeAt)}.</li>
+              )}
+            </ul>
+          </>
+        )}
+      </div>
+      {!roleKnown ? null : engineer ? (
+        <ConfirmDialog
+          trigger={
+            <button type="button" className={next === "required" ? "btn" : "btn-secondary"}>
+              Switch to {next}
+            </button>
+          }
+          title={`Switch the mode to ${next}?`}
+          confirmLabel={`Switch to ${next}`}
+          pending={setMode.isPending}
+          error={setMode.error?.message ?? null}
+          onConfirm={(reason) => setMode.mutateAsync({ mode: next, reason })}
+        >
+          {next === "required" ? (
+            impact.length === 0 ? (
+              <p>
+                No client sent an accepted keyless request since {since} UTC: nothing that ran then would be refused.
+              </p>
+            ) : (
+              <>
+                <p>
+                  These clients sent keyless requests since {since} UTC; from now on such requests get 400
+                  idempotency_key_required:
+                </p>
+                <ul className="list-disc pl-5" data-testid="switch-impact">
+                  {impact.map((c) => (
+                    <li key={c.apiClientId}>
+                      {c.name}: {c.keylessLastHour.toLocaleString("en")} requests would have been refused
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )
+          ) : (
+            <p>Keyless charges will be accepted again for every client whose header is not required on its own.</p>
+          )}
+        </ConfirmDialog>
+      ) : (
+        <p className="muted m-0 text-sm" data-testid="not-yours">
+          Only engineers can switch the mode or require the header for a client. Ask one with the numbers on this page.
+        </p>
+      )}
+    </section>
+  );
+}
+
+function ClientSwitch({ c }: { c: ClientRow }) {
+  const trpc = useTRPC();
+  const invalidate = useInvalidateRollout();
+  const set = useMutation(trpc.rollout.setClientRequired.mutationOptions({ onSuccess: invalidate }));
+  const required = c.keyRequiredSince !== null;
+  return (
+    <ConfirmDialog
+      trigger={
+        <button
+          type="button"
+          className="btn-secondary whitespace-nowrap"
+          aria-label={required ? `Follow the global mode for ${c.name}` : `Require the header for ${c.name}`}
+        >
+          {required ? "Follow global mode" : "Require header"}
+        </button>
+      }
+      title={required ? `Let ${c.name} follow the global mode?` : `Require the Idempotency-Key header for ${c.name}?`}
+      confirmLabel={required ? "Follow the global mode" : "Require the header"}
+      pending={set.isPending}
+      error={set.error?.message ?? null}
+      onConfirm={(reason) => set.mutateAsync({ clientId: c.apiClientId, required: !required, reason })}
+    >
+      {required ? (
+        <p>{c.name}&apos;s keyless charges will be accepted again while the global mode is optional.</p>
+      ) : (
+        <p>
+          {c.keylessLastHour > 0
+            ? `${c.name} sent ${c.keylessLastHour.toLocaleString("en")} keyless requests since the start of the previous hour; from now on they get 400 idempotency_key_required.`
+            : `${c.name} sent no accepted keyless request since the start of the previous hour: nothing that ran then would be refused.`}
+        </p>
+      )}
+    </ConfirmDialog>
+  );
+}
+
+function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
+  const columns: ColumnDef<ClientRow>[] = [
+    { header: "Client", cell: ({ row }) => row.original.name },
+    { header: "Key", cell: ({ row }) => <code>{row.original.keyPreview}</code> },
+    {
+      header: "Header",
+      cell: ({ row: { original: c } }) =>
+        c.enforced === "global" ? (
+          <Badge tone="ok">required (global)</Badge>
+        ) : c.enforced === "client" ? (
+          <Badge tone="ok" title={`since ${absolute(c.keyRequiredSince)}`}>
+            required for this client
+          </Badge>
+        ) : (
+          <Badge>optional</Badge>
+        ),
+    },
+    { header: "Keyed", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
+    { header: "Keyless", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
+    { header: "Refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
+    { header: "Keyless share", cell: ({ row }) => percent(row.original.keylessShare) },
+    { header: "Last keyless", cell: ({ row }) => <Time date={row.original.lastKeylessAt} /> },
+    {
+      header: "Clean from",
+      cell: ({ row }) =>
+        row.original.cleanAt ? (
+          absolute(row.original.cleanAt)
+        ) : row.original.blocking ? (
+          ""
+        ) : (
+          <span className="good">now</span>
+        ),
+    },
+    ...(engineer && s.mode === "optional"
+      ? [
+          {
+            id: "action",
+            header: "Action",
+            cell: ({ row }: { row: { original: ClientRow } }) => <ClientSwitch c={row.original} />,
+          },
+        ]
+      : []),
+  ];
+  return (
+    <section className="space-y-2" aria-label="By API client">
+      <h2>By API client</h2>
+      <DataTable
+        caption={`Requests in the last ${s.windowHours} h (since ${absolute(s.windowStart)}), blocking clients highlighted`}
+        columns={columns}
+        data={s.clients}
+        rowId={(c) => String(c.apiClientId)}
+        highlight={(c) => c.blocking}
+        testId="clients-keyless"
+      />
+      <p className="muted text-xs">
+        Keyless requests are counted before they are answered; keyed counts can lag by a second.
+      </p>
+    </section>
+  );
+}
+
+function ModeChanges() {
+  const trpc = useTRPC();
+  const log = useInfiniteQuery(
+    trpc.rollout.modeChanges.infiniteQueryOptions({ limit: 10 }, { getNextPageParam: (p) => p.nextCursor }),
+  );
+  const items = log.data?.pages.flatMap((p) => p.items) ?? [];
+  return (
+    <section className="card" data-testid="audit-log" aria-label="Mode changes">
+      <h2 className="mb-2">Mode changes</h2>
+      <QueryState
+        query={log}
+        what="the mode changes"
+        isEmpty={() => items.length === 0}
+        empty="The mode has never been changed."
+      >
+        {() => (
+          <>
+            <ul className="space-y-1 text-sm">
+              {items.map((e) => (
+                <li key={e.id}>
+                  <Time date={e.createdAt} />: {e.actor} switched{" "}
+                  {e.scope === "global" ? "the global mode" : `client #${e.targetId}`} {e.from} → {e.to}
+                  {e.reason && <span className="muted"> — “{e.reason}”</span>}
+                </li>
+              ))}
+            </ul>
+            <LoadMore query={log} />
+          </>
+        )}
+      </QueryState>
+    </section>
+  );
+}

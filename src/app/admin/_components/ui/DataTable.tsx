@@ -1,0 +1,71 @@
+"use client";
+
+import { flexRender, getCoreRowModel, useReactTable, type ColumnDef } from "@tanstack/react-table";
+
+/**
+ * A list as a table (TanStack Table), with a caption, scrolling inside its own
+ * box on a narrow screen instead of widening the page.
+ */
+export function DataTable<T>({
+  caption,
+  columns,
+  data,
+  rowId,
+  highlight,
+  testId,
+}: {
+  caption: string;
+  columns: ColumnDef<T, any>[];
+  data: T[];
+  rowId: (row: T) => string;
+  highlight?: (row: T) => boolean;
+  testId?: string;
+}) {
+  const table = useReactTable({ data, columns, getCoreRowModel: getCoreRowModel(), getRowId: rowId });
+  return (
+    <div className="table-box" tabIndex={0} role="region" aria-label={caption} data-testid={testId}>
+      <table className="data-table">
+        <caption>{caption}</caption>
+        <thead>
+          {table.getHeaderGroups().map((group) => (
+            <tr key={group.id}>
+              {group.headers.map((header) => (
+                <th key={header.id} scope="col">
+                  {header.isPlaceholder ? null : flexRender(header.column.columnDef.header, header.getContext())}
+                </th>
+              ))}
+            </tr>
+          ))}
+        </thead>
+        <tbody>
+          {table.getRowModel().rows.map((row) => (
+            <tr key={row.id} className={highlight?.(row.original) ? "highlight" : undefined}>
+              {row.getVisibleCells().map((cell) => (
+                <td key={cell.id}>{flexRender(cell.column.columnDef.cell, cell.getContext())}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** "Load more" for a cursor-paged list. */
+export function LoadMore({
+  query,
+}: {
+  query: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown };
+}) {
+  if (!query.hasNextPage) return null;
+  return (
+    <button
+      type="button"
+      className="btn-secondary mt-3"
+      onClick={() => query.fetchNextPage()}
+      disabled={query.isFetchingNextPage}
+    >
+      {query.isFetchingNextPage ? "Loading…" : "Load more"}
+    </button>
+  );
+}

@@ -1,0 +1,149 @@
+/**
+ * "Was customer X charged twice?": every charge of a customer, keyed and
+ * keyless, newest first along (customer_id, created_at), each with its record
+ * (while it lives) and a flag for a possible duplicate: another succeeded
+ * charge of the same client, customer, amount and currency within the window.
+ */
+import { z } from "zod";
+import { db } from "~/server/db";
+import { DomainError } from "~/server/domainError";
+import { decodeRecord, phaseDisplay } from "~/server/idempotency";
+import { before, bounded, cond, COUNT_CAP, cursorOf, cursorSchema, where } from "~/server/requests/sql";
+
+export const DEFAULT_WINDOW_MINUTES = 10;
+/** The widest window the dashboard offers; the sweeper records candidate pairs up to it (duplicates.ts). */
+export const MAX_WINDOW_MINUTES = 60;
+export const windowMinutes = z.number().int().min(1).max(MAX_WINDOW_MINUTES).default(DEFAULT_WINDOW_MINUTES);
+
+export const customerChargesInput = z.object({
+  customerId: z.string().trim().min(1).max(64),
+  windowMinutes,
+  cursor: cursorSchema.nullish(),
+  limit: z.number().int().min(1).max(100).default(50),
+});
+
+type ChargeRow = {
+  id: string;
+  apiClientId: number;
+  customerId: string | null;
+  amountCents: number;
+  currency: string;
+  status: "succeeded" | "failed";
+  failureCode: string | null;
+  idempotentRequestId: bigint | null;
+  createdAt: Date;
+};
+
+const CHARGE_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId,
+  c.amount_cents AS amountCents, c.currency, c.status, c.failure_code AS failureCode,
+  c.idempotent_request_id AS idempotentRequestId, c.created_at AS createdAt`;
+
+/**
+ * For each charge, the nearest other succeeded charge with the same client,
+ * customer, amount and currency within `minutes` either side: one indexed
+ * probe per charge of the page.
+ */
+async function twinsOf(charges: ChargeRow[], minutes: number): Promise<Map<string, { id: string; createdAt: Date }>> {
+  const candidates = charges.filter((c) => c.status === "succeeded" && c.customerId !== null);
+  if (candidates.length === 0) return new Map();
+  // One range probe per charge along the covering (customer_id, created_at, ...) index, its bounds given as
+  // values: correlated bounds would let MariaDB read the customer's every charge for each probe.
+  const probe = `(SELECT ? AS id, e.id AS twinId FROM charges e FORCE INDEX (charges_customer_created_idx)
+                   WHERE e.customer_id = ? AND e.created_at BETWEEN ? AND ? AND e.id <> ? AND e.api_client_id = ?
+                     AND e.amount_cents = ? AND e.currency = ? AND e.status = 'succeeded'
+                   ORDER BY e.created_at LIMIT 1)`;
+  const window = minutes * 60_000;
+  const rows = await db.$queryRawUnsafe<{ id: string; twinId: string | null }[]>(
+    candidates.map(() => probe).join(" UNION ALL "),
+    ...candidates.flatMap((c) => [
+      c.id,
+      c.customerId,
+      new Date(c.createdAt.getTime() - window),
+      new Date(c.createdAt.getTime() + window),
+      c.id,
+      c.apiClientId,
+      c.amountCents,
+      c.currency,
+    ]),
+  );
+  const twinIds = rows.flatMap((r) => (r.twinId ? [r.twinId] : []));
+  const twins = twinIds.length
+    ? await db.charge.findMany({ where: { id: { in: twinIds } }, select: { id: true, createdAt: true } })
+    : [];
+  const twinOf = new Map(twins.map((t) => [t.id, t]));
+  return new Map(rows.flatMap((r) => (r.twinId && twinOf.has(r.twinId) ? [[r.id, twinOf.get(r.twinId)!]] : [])));
+}
+
+/** Charges with their client, record (key and phase, while the record lives) and possible twin. */
+async function present(charges: ChargeRow[], minutes: number) {
+  const requestIds = charges.flatMap((c) => (c.idempotentRequestId === null ? [] : [c.idempotentRequestId]));
+  const clientIds = [...new Set(charges.map((c) => c.apiClientId))];
+  const [records, clients, twins] = await Promise.all([
+    requestIds.length ? db.idempotentRequest.findMany({ where: { id: { in: requestIds } } }) : [],
+    clientIds.length
+      ? db.apiClient.findMany({ where: { id: { in: clientIds } }, select: { id: true, name: true } })
+      : [],
+    twinsOf(charges, minutes),
+  ]);
+  const now = new Date();
+  const recordOf = new Map(records.map((r) => [String(r.id), decodeRecord(r, now)]));
+  const clientOf = new Map(clients.map((c) => [c.id, c]));
+  return charges.map((c) => {
+    const record = c.idempotentRequestId === null ? undefined : recordOf.get(String(c.idempotentRequestId));
+    return {
+      id: c.id,
+      apiClient: clientOf.get(c.apiClientId) ?? { id: c.apiClientId, name: `client ${c.apiClientId}` },
+      customerId: c.customerId,
+      amountCents: c.amountCents,
+      currency: c.currency,
+      status: c.status,
+      failureCode: c.failureCode,
+      createdAt: c.createdAt,
+      request: record
+        ? { id: String(record.id), idempotencyKey: record.idempotencyKey, phase: phaseDisplay(record.phase) }
+        : null,
+      possibleDuplicateOf: twins.get(c.id) ?? null,
+    };
+  });
+}
+
+export async function customerCharges(input: z.infer<typeof customerChargesInput>) {
+  const w = where([
+    cond("c.customer_id = ?", input.customerId),
+    ...before(input.cursor, String, "c.created_at", "c.id"),
+  ]);
+  const rows = await db.$queryRawUnsafe<ChargeRow[]>(
+    `SELECT ${CHARGE_COLUMNS} FROM charges c USE INDEX (charges_customer_created_idx)
+      ${w.sql} ORDER BY c.created_at DESC, c.id DESC LIMIT ?`,
+    ...w.values,
+    input.limit + 1,
+  );
+  const page = rows.slice(0, input.limit);
+  const [counted] = await db.$queryRawUnsafe<{ n: bigint }[]>(
+    `SELECT COUNT(*) AS n FROM (SELECT 1 FROM charges WHERE customer_id = ? LIMIT ?) AS page`,
+    input.customerId,
+    COUNT_CAP + 1,
+  );
+  return {
+    charges: await present(page, input.windowMinutes),
+    total: bounded(counted?.n ?? 0),
+    nextCursor: rows.length > input.limit ? cursorOf(page.at(-1)!) : null,
+  };
+}
+
+/** One charge's page, keyless ones too; its record while it lives. */
+export async function chargeDetail(id: string, minutes = DEFAULT_WINDOW_MINUTES) {
+  const rows = await db.$queryRawUnsafe<ChargeRow[]>(`SELECT ${CHARGE_COLUMNS} FROM charges c WHERE c.id = ?`, id);
+  if (rows.length === 0) throw new DomainError("not_found", `There is no charge ${id}.`);
+  const full = await db.charge.findUniqueOrThrow({
+    where: { id },
+    select: { gatewayChargeId: true, gatewayIdempotencyKey: true, idempotentRequestId: true },
+  });
+  const [charge] = await present(rows, minutes);
+  return {
+    ...charge!,
+    gatewayChargeId: full.gatewayChargeId,
+    gatewayIdempotencyKey: full.gatewayIdempotencyKey,
+    recordPruned: full.idempotentRequestId === null,
+  };
+}

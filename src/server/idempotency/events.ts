@@ -1,0 +1,164 @@
+/**
+ * What happened to each key, for its timeline in the dashboard: claims,
+ * take-overs, releases and completions (noted by records.ts when the
+ * transition's statement matched), and the answers that moved nothing, 409s,
+ * replays and reuse attempts (noted once per request by runIdempotent.ts).
+ *
+ * No request waits for this: events are held in memory and written once a
+ * second in one multi-row INSERT (like the keyed counts of
+ * src/server/rollout/counters.ts). A crash loses at most the last second of
+ * events; the record itself still says when it was claimed and how it ended,
+ * which is what the timeline falls back on. Writing the sweeper's events is
+ * awaited at the end of each sweep (flushEvents), since a `--once` run exits
+ * right after.
+ */
+import { hostname } from "node:os";
+import { Prisma, type IdempotencyEventKind } from "~/generated/prisma/client";
+import { db } from "~/server/db";
+import { keyToBytes } from "./lifecycle";
+import type { ClaimInput, IdempotentOutcome } from "./types";
+
+export type EventKind = IdempotencyEventKind;
+
+export type IdempotencyEventInput = {
+  kind: EventKind;
+  at?: Date;
+  requestId?: bigint | null;
+  idempotencyKey: string | null;
+  route: string;
+  apiClientId: number;
+  attempt?: number | null;
+  detail?: string | null;
+};
+
+const INSTANCE = `${hostname()}:${process.pid}`.slice(0, 100);
+const FLUSH_INTERVAL_MS = 1_000;
+/** Past this many unwritten events (the database refusing for a long time) the oldest are dropped. */
+const MAX_PENDING = 50_000;
+
+let pending: (IdempotencyEventInput & { at: Date })[] = [];
+let timer: NodeJS.Timeout | undefined;
+
+/** Notes an event; written within a second. Never throws, never waits. */
+export function noteEvent(event: IdempotencyEventInput): void {
+  pending.push({ ...event, at: event.at ?? new Date() });
+  if (pending.length > MAX_PENDING) pending.splice(0, pending.length - MAX_PENDING);
+  timer ??= setTimeout(() => void flushEvents(), FLUSH_INTERVAL_MS).unref();
+}
+
+const ANSWER_EVENTS = { replay: "replayed", in_progress: "in_progress", key_reused: "key_reused" } as const;
+
+/** What a request that did no work of its own was answered (409, replay, 422): one event per request. */
+export function noteAnswer(claim: ClaimInput, outcome: IdempotentOutcome, waited: boolean): void {
+  if (!(outcome.kind in ANSWER_EVENTS)) return;
+  const kind = ANSWER_EVENTS[outcome.kind as keyof typeof ANSWER_EVENTS];
+  const { idempotencyKey, route, apiClientId } = claim;
+  noteEvent({ kind, idempotencyKey, route, apiClientId, detail: waited ? "after Prefer: wait" : null });
+}
+
+/** Writes the events held in memory; kept for the next round if the database refuses. */
+export async function flushEvents(): Promise<void> {
+  clearTimeout(timer);
+  timer = undefined;
+  const batch = pending;
+  pending = [];
+  if (batch.length === 0) return;
+  const rows = batch.map(
+    (e) => Prisma.sql`(${e.at}, ${e.kind}, ${e.requestId ?? null},
+      ${e.idempotencyKey === null ? null : Buffer.from(e.idempotencyKey, "latin1")}, ${e.route}, ${e.apiClientId},
+      ${e.attempt ?? null}, ${e.detail?.slice(0, 64) ?? null}, ${INSTANCE})`,
+  );
+  try {
+    await db.$executeRaw`
+      INSERT INTO idempotency_events
+        (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail, instance)
+      VALUES ${Prisma.join(rows)}`;
+  } catch (error) {
+    console.warn(`idempotency events not written, retrying: ${(error as Error).message.trim().split("\n").at(-1)}`);
+    pending = [...batch, ...pending].slice(-MAX_PENDING);
+    timer ??= setTimeout(() => void flushEvents(), FLUSH_INTERVAL_MS).unref();
+  }
+}
+
+export type TimelineEvent = {
+  id: string;
+  at: Date;
+  kind: EventKind;
+  requestId: string | null;
+  apiClientId: number;
+  attempt: number | null;
+  detail: string | null;
+  instance: string;
+};
+
+/** At most this many events of one key are listed (a client polling a long charge makes many 409s)... */
+const TIMELINE_LIMIT = 200;
+/** ...and this much clock difference between instances is allowed before the claim. */
+const CLOCK_SKEW_MS = 5_000;
+
+/**
+ * The events of one record: those of its key on its route since it was
+ * claimed (a key can name an earlier, expired operation), or, for a keyless
+ * request, those naming the record. Oldest first; the newest TIMELINE_LIMIT.
+ */
+export async function eventsOf(record: {
+  id: bigint;
+  idempotencyKey: string | null;
+  route: string;
+  createdAt: Date;
+}): Promise<{ events: TimelineEvent[]; truncated: boolean }> {
+  const rows = await db.idempotencyEvent.findMany({
+    where:
+      record.idempotencyKey === null
+        ? { requestId: record.id }
+        : {
+            idempotencyKey: keyToBytes(record.idempotencyKey),
+            route: record.route,
+            createdAt: { gte: new Date(record.createdAt.getTime() - CLOCK_SKEW_MS) },
+          },
+    orderBy: { createdAt: "desc" },
+    take: TIMELINE_LIMIT + 1,
+  });
+  const events = rows
+    .slice(0, TIMELINE_LIMIT)
+    .reverse()
+    .map((row) => ({
+      id: String(row.id),
+      at: row.createdAt,
+      kind: row.kind,
+      requestId: row.requestId === null ? null : String(row.requestId),
+      apiClientId: row.apiClientId,
+      attempt: row.attempt,
+      detail: row.detail,
+      instance: row.instance,
+    }));
+  return { events, truncated: rows.length > TIMELINE_LIMIT };
+}
+
+/** How many of each kind of event a key had (bounded: a count past `cap` reads as cap). */
+export async function eventCounts(
+  record: { idempotencyKey: string | null; route: string; createdAt: Date },
+  cap = 10_000,
+) {
+  if (record.idempotencyKey === null) return {};
+  const rows = await db.$queryRaw<{ kind: EventKind; n: bigint | number }[]>`
+    SELECT kind, COUNT(*) AS n FROM (
+      SELECT kind FROM idempotency_events
+       WHERE idempotency_key = ${Buffer.from(record.idempotencyKey, "latin1")} AND route = ${record.route}
+         AND created_at >= ${new Date(record.createdAt.getTime() - CLOCK_SKEW_MS)}
+       LIMIT ${cap}) AS e
+    GROUP BY kind`;
+  return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)])) as Partial<Record<EventKind, number>>;
+}
+
+/** Deletes events older than `cutoff` in batches (the sweeper's prune); how many. */
+export async function pruneEvents(cutoff: Date, batchSize = 1_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n =
+      await db.$executeRaw`
+        DELETE FROM idempotency_events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batchSize}`;
+    total += n;
+    if (n < batchSize) return total;
+  }
+}

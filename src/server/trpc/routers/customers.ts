@@ -1,0 +1,16 @@
+import { z } from "zod";
+import { chargeDetail, customerCharges, customerChargesInput, windowMinutes } from "~/server/customers/charges";
+import { duplicatesInput, listPossibleDuplicates } from "~/server/customers/duplicates";
+import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
+
+/** Customers and their charges: "was customer X charged twice?". */
+export const customersRouter = createTRPCRouter({
+  charges: protectedProcedure.input(customerChargesInput).query(({ input }) => customerCharges(input)),
+
+  charge: protectedProcedure
+    .input(z.object({ id: z.string().trim().min(1).max(32), windowMinutes }))
+    .query(({ input }) => chargeDetail(input.id, input.windowMinutes)),
+
+  /** Possible duplicates across all customers, newest first. */
+  duplicates: protectedProcedure.input(duplicatesInput).query(({ input }) => listPossibleDuplicates(input)),
+});
