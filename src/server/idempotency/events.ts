@@ -15,6 +15,7 @@
 import { hostname } from "node:os";
 import { Prisma, type IdempotencyEventKind } from "~/generated/prisma/client";
 import { db } from "~/server/db";
+import { log } from "~/server/observability/log";
 import { keyToBytes } from "./lifecycle";
 import type { ClaimInput, IdempotentOutcome } from "./types";
 
@@ -74,7 +75,7 @@ export async function flushEvents(): Promise<void> {
         (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail, instance)
       VALUES ${Prisma.join(rows)}`;
   } catch (error) {
-    console.warn(`idempotency events not written, retrying: ${(error as Error).message.trim().split("\n").at(-1)}`);
+    log.warn({ err: error, pending: batch.length }, "idempotency events not written; retrying");
     pending = [...batch, ...pending].slice(-MAX_PENDING);
     timer ??= setTimeout(() => void flushEvents(), FLUSH_INTERVAL_MS).unref();
   }

@@ -6,6 +6,7 @@
  */
 import pLimit from "p-limit";
 import { env } from "~/env";
+import { log } from "~/server/observability/log";
 import {
   db, execute, insertReturningId, isDuplicateKeyError, pipelinedTransaction, queryRows, retryOnLockConflict,
   type Statement,
@@ -186,7 +187,7 @@ export async function findUnfinished(now: Date, idleMs: number, limit: number): 
       // A row no transition could have produced (a hand edit, a bad restore) is for people to look at; it
       // must not stop the sweeper from finishing every other record behind it in the batch.
       if (!(error instanceof ImpossibleRecordError)) throw error;
-      console.error(`sweep: skipping ${error.message}`);
+      log.error({ err: error, requestId: String(row.id) }, "sweep: skipping a record in an impossible state");
     }
   }
   return records;

@@ -1,6 +1,7 @@
 import { isLockConflictError } from "~/server/db";
 import { addLogContext } from "~/server/observability/context";
 import { metrics, secondsSince } from "~/server/observability/metrics";
+import { log } from "~/server/observability/log";
 import { noteAnswer } from "./events";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type IdempotencyRecord } from "./lifecycle";
@@ -191,7 +192,10 @@ export async function workUnderClaim(
   if (result.writes.length > 0 && current.kind === "replay" && current.response.body.includes("request_abandoned")) {
     // A definite outcome in hand for an operation someone else wrote off: the reconciliation reports the
     // gateway's charge (it has no app charge); say so now, loudly, with what identifies it.
-    console.error(`request ${record.id}: the gateway answered after the operation was abandoned; see the ledger`);
+    log.error(
+      { requestId: String(record.id), apiClientId: record.apiClientId, idempotencyKey: record.idempotencyKey },
+      "the gateway answered after the operation was abandoned; see the ledger",
+    );
   }
   return current;
 }
