@@ -39,7 +39,8 @@ describe("staff sessions", () => {
   });
 
   test("a role change by an engineer ends the user's sessions; so does disabling them", async () => {
-    const admin = await signedIn(await createStaffAccount("engineer"));
+    const adminAccount = await createStaffAccount("engineer");
+    const admin = await signedIn(adminAccount);
     const target = await createStaffAccount("engineer");
     const session = await signedIn(target);
     assert.equal((await admin.mutate("staff.setRole", { userId: target.id, role: "support" })).data.ended, 1);
@@ -51,6 +52,23 @@ describe("staff sessions", () => {
     assert.equal(await canRead(again), 401);
     assert.equal((await again.signIn(target)).status, 401, "a disabled user cannot sign in");
     assert.equal(await db.staffSession.count({ where: { staffUserId: target.id } }), 0);
+
+    // Each of those is in the audit log, by whom, from where, with the sessions it ended.
+    const events = await db.auditEvent.findMany({
+      where: { targetType: "staff_user", targetId: String(target.id) },
+      orderBy: { id: "asc" },
+    });
+    const trail = events.map((e) => `${e.action} ${e.details}`);
+    assert.deepEqual(
+      events.map((e) => e.action),
+      ["staff.role_changed", "session.revoked", "staff.disabled", "session.revoked"],
+      trail.join("\n"),
+    );
+    assert.ok(events.every((e) => e.actorType === "staff" && e.actorStaffId === adminAccount.id), trail.join("\n"));
+    assert.ok(events.every((e) => e.ipAddress === admin.address && e.userAgent === admin.userAgent), trail.join("\n"));
+    assert.deepEqual(JSON.parse(events[0]!.details!), { email: target.email, from: "engineer", to: "support" });
+    assert.deepEqual(JSON.parse(events[1]!.details!), { reason: "role_changed", ended: 1 });
+    assert.deepEqual(JSON.parse(events[3]!.details!), { reason: "disabled", ended: 1 });
   });
 
   test("a deleted user's session ends", async () => {

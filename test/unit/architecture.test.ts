@@ -61,3 +61,16 @@ test("the SDK imports no server code but the two shared, import-free files", () 
     assert.deepEqual(importsOf(read(shared)), [], `${shared} imports nothing`);
   }
 });
+
+test("nothing outside src/server/gateway knows which provider charges go to", () => {
+  const outside = ["src/server", "src/app", "src/worker"]
+    .flatMap(filesUnder)
+    .filter((f) => !f.startsWith("src/server/gateway/"));
+  for (const file of outside) {
+    const source = read(file);
+    for (const spec of importsOf(source)) {
+      assert.doesNotMatch(spec, /gateway\/(stripeGateway|httpGateway)$|^stripe$/, `${file} imports ${spec}`);
+    }
+    assert.doesNotMatch(source, /env\.(GATEWAY|GATEWAY_URL|STRIPE_\w+)\b/, `${file} reads the gateway's configuration`);
+  }
+});

@@ -107,16 +107,16 @@ function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
   }
 }
 
+/** How long Stripe remembers an idempotency key, and how much sooner than that the adapter stops trusting it. */
+const STRIPE_KEY_LIFETIME_MS = 24 * 3_600_000;
+const KEY_LIFETIME_MARGIN_MS = 3_600_000;
+
 /**
  * A listed PaymentIntent as a charge; undefined for one that is not final yet (processing, or another
  * integration's requires_capture on the same account): it moved no money the ledger can compare yet, and one
  * such intent must not keep the rest of its window from being reconciled. The app's own come back final on a
  * later run.
  */
-/** How long Stripe remembers an idempotency key, and how much sooner than that the adapter stops trusting it. */
-const STRIPE_KEY_LIFETIME_MS = 24 * 3_600_000;
-const KEY_LIFETIME_MARGIN_MS = 3_600_000;
-
 function toListed(intent: Stripe.PaymentIntent): ListedGatewayCharge | undefined {
   const charge = fromIntent(intent);
   if (!charge) return undefined;
@@ -281,9 +281,9 @@ export class StripePaymentGateway implements PaymentGateway {
   }
 
   /**
-   * The PaymentIntents created in [since, until), oldest first. Stripe's
-   * `created` is whole seconds, so both bounds are floored to the second:
-   * consecutive windows still cover every intent exactly once. Stripe lists
+   * The final PaymentIntents created in [since, until), oldest first, the
+   * window widened to whole seconds (Stripe's `created`), never narrowed: an
+   * intent near a bound may be listed by two windows. Stripe lists
    * newest first; a walk forwards pages with `ending_before` from the oldest
    * page, which the first call reaches by walking back through the window.
    */
