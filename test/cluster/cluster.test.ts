@@ -49,6 +49,18 @@ async function post(instance: number, key: string | null, body: object, timeoutM
   return { status: res.status, replayed: res.headers.get("idempotent-replay") === "true", json: await res.json() };
 }
 
+/** Claims that lost a lock conflict and went round again, summed over both instances (GET /api/metrics). */
+async function claimConflicts(): Promise<number> {
+  let total = 0;
+  for (const url of stack.appUrls) {
+    const res = await fetch(`${url}/api/metrics`, { headers: { Authorization: `Bearer ${process.env.METRICS_TOKEN}` } });
+    assert.equal(res.status, 200, `metrics of ${url}`);
+    const line = (await res.text()).split("\n").find((l) => l.startsWith("charges_idempotency_claim_conflicts_total "));
+    total += Number(line?.split(" ")[1] ?? NaN);
+  }
+  return total;
+}
+
 const body = (card = "tok_visa") => ({
   amount_cents: 1234, currency: "usd", card_token: card, customer_id: `cus_cl_${randomUUID().slice(0, 12)}`,
 });
@@ -138,10 +150,11 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
   test("the same new key on both instances at once: the claim retries 1213 and ends on the duplicate-key path", async () => {
     const since = new Date();
     const before = await conflictsSoFar();
+    const claimConflictsBefore = await claimConflicts();
     let rounds = 0;
-    // Each round, two requests for one new key reach the two nodes together; go on until certification
-    // conflicts have happened (bounded), each round ending with one charge and no error.
-    for (; rounds < 60 && (rounds < 10 || (await conflictsSoFar()) === before); rounds++) {
+    // Each round, two requests for one new key reach the two nodes together; go on until a claim INSERT has
+    // failed certification (bounded), each round ending with one charge and no error.
+    for (; rounds < 60 && (rounds < 10 || (await claimConflicts()) === claimConflictsBefore); rounds++) {
       const key = `race-${randomUUID()}`;
       const payload = body();
       const answers = await Promise.all([post(0, key, payload), post(1, key, payload)]);
@@ -151,6 +164,9 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
       assert.deepEqual(await chargesPerCustomer([payload.customer_id]), [1]);
     }
     assert.ok((await conflictsSoFar()) > before, `certification conflicts happened in ${rounds} rounds (and were retried)`);
+    // Not only somewhere (a completion, say): the claim INSERT itself failed certification and went round again,
+    // then ended on the duplicate-key path (one fresh 201 and one charge per round, asserted above).
+    assert.ok((await claimConflicts()) > claimConflictsBefore, `the claim retried a 1213 in ${rounds} rounds`);
     await ledgerAddsUp(since);
   });
 

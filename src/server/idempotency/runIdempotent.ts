@@ -121,7 +121,10 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Cla
     const inserted = await records.insertClaim(claim, now).catch((error: unknown) => {
       // InnoDB picked the insert as a deadlock victim, or Galera failed its
       // certification against another node's insert (both 1213): go round again.
-      if (isLockConflictError(error)) return undefined;
+      if (isLockConflictError(error)) {
+        metrics.claimConflicts.inc();
+        return undefined;
+      }
       throw error;
     });
     if (inserted) return { kind: "claimed", record: inserted };

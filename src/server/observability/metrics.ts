@@ -34,6 +34,12 @@ function createMetrics() {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers,
   });
+  const claimConflicts = new Counter({
+    name: "charges_idempotency_claim_conflicts_total",
+    help: "Claim INSERTs that lost a lock conflict (an InnoDB deadlock, a Galera certification failure: 1213) "
+      + "and went round again",
+    registers,
+  });
   const gatewaySeconds = new Histogram({
     name: "charges_gateway_call_seconds",
     help: "Time of one gateway charge call, by result (charged, declined, unknown)",
@@ -123,7 +129,7 @@ function createMetrics() {
     },
   });
 
-  return { registry, answers, claimSeconds, gatewaySeconds };
+  return { registry, answers, claimSeconds, claimConflicts, gatewaySeconds };
 }
 
 const globalForMetrics = globalThis as unknown as { chargesMetrics?: ReturnType<typeof createMetrics> };
