@@ -56,86 +56,99 @@ describe("ledger reconciliation", () => {
 
   test("finds every kind of mismatch, stores it with its evidence, and resolves it once it is put right", async () => {
     const start = new Date(Date.now() - 1_000);
-    // 1. Money the app does not know of: a gateway charge under a key no record owns.
-    const stranger = await gateway.charge(
-      { amountCents: 700, currency: "usd", cardToken: "tok_visa", customerId: "cus_ledger_stranger",
-        metadata: { requestId: "0", apiClientId: String(clientId), idempotencyKey: null } },
-      { idempotencyKey: `gk_stranger_${uniqueKey()}`, timeoutMs: 5_000 },
-    );
-    // 2. A charge the app invented: its row names a gateway key the gateway never saw.
-    const invented = chargeBody();
-    const made = await postCharge({ apiKey, key: uniqueKey(), body: invented });
-    const [real] = await localCharges(invented.customer_id);
-    await db.charge.update({ where: { id: real!.id }, data: { gatewayIdempotencyKey: `gk_invented_${uniqueKey()}` } });
-    // 3. An amount that differs.
-    const altered = chargeBody();
-    await postCharge({ apiKey, key: uniqueKey(), body: altered });
-    const [alteredCharge] = await localCharges(altered.customer_id);
-    await db.charge.update({ where: { id: alteredCharge!.id }, data: { amountCents: 1 } });
-    // 4. Two gateway charges for one operation (what deleting an in-progress record used to cause).
-    const doubled = uniqueKey("doubled");
-    const twice = await Promise.all(
-      [1, 2].map((n) =>
-        gateway.charge(
-          { amountCents: 900, currency: "usd", cardToken: "tok_visa", customerId: "cus_ledger_doubled",
-            metadata: { requestId: `99999999${n}`, apiClientId: String(clientId), idempotencyKey: doubled } },
-          { idempotencyKey: `gk_doubled_${n}_${doubled}`, timeoutMs: 5_000 },
+    // What this test plants is undone in `finally`, whatever fails: the run's closing reconciliation must find
+    // only what the rest of the run did.
+    const planted: string[] = [];
+    const undo: (() => Promise<unknown>)[] = [];
+    try {
+      // 1. Money the app does not know of: a gateway charge under a key no record owns.
+      const stranger = await gateway.charge(
+        { amountCents: 700, currency: "usd", cardToken: "tok_visa", customerId: "cus_ledger_stranger",
+          metadata: { requestId: "0", apiClientId: String(clientId), idempotencyKey: null } },
+        { idempotencyKey: `gk_stranger_${uniqueKey()}`, timeoutMs: 5_000 },
+      );
+      planted.push(stranger.id);
+      // 2. A charge the app invented: its row names a gateway key the gateway never saw.
+      const invented = chargeBody();
+      const made = await postCharge({ apiKey, key: uniqueKey(), body: invented });
+      const [real] = await localCharges(invented.customer_id);
+      await db.charge.update({ where: { id: real!.id }, data: { gatewayIdempotencyKey: `gk_invented_${uniqueKey()}` } });
+      undo.push(() => db.charge.update({ where: { id: real!.id }, data: { gatewayIdempotencyKey: real!.gatewayIdempotencyKey } }));
+      // 3. An amount that differs.
+      const altered = chargeBody();
+      await postCharge({ apiKey, key: uniqueKey(), body: altered });
+      const [alteredCharge] = await localCharges(altered.customer_id);
+      await db.charge.update({ where: { id: alteredCharge!.id }, data: { amountCents: 1 } });
+      undo.push(() => db.charge.update({ where: { id: alteredCharge!.id }, data: { amountCents: alteredCharge!.amountCents } }));
+      // 4. Two gateway charges for one operation (what deleting an in-progress record used to cause).
+      const doubled = uniqueKey("doubled");
+      const twice = await Promise.all(
+        [1, 2].map((n) =>
+          gateway.charge(
+            { amountCents: 900, currency: "usd", cardToken: "tok_visa", customerId: "cus_ledger_doubled",
+              metadata: { requestId: `99999999${n}`, apiClientId: String(clientId), idempotencyKey: doubled } },
+            { idempotencyKey: `gk_doubled_${n}_${doubled}`, timeoutMs: 5_000 },
+          ),
         ),
-      ),
-    );
+      );
+      planted.push(...twice.map((c) => c.id));
 
-    const found = await reconcile(start);
-    assert.deepEqual(kinds(found.findings), [
-      "amount_or_currency_mismatch",
-      "app_charge_without_gateway_charge",
-      // The stranger, the two doubled charges (their metadata names no record), and the invented row's real
-      // gateway charge, whose record completed without it.
-      "gateway_charge_without_app_charge",
-      "gateway_charge_without_app_charge",
-      "gateway_charge_without_app_charge",
-      "gateway_charge_without_app_charge",
-      "several_gateway_charges_for_one_operation",
-    ]);
-    assert.ok(found.findings.some((f) => f.kind === "gateway_charge_without_app_charge" && f.gatewayChargeId === stranger.id));
-    assert.ok(found.findings.some((f) => f.kind === "app_charge_without_gateway_charge" && f.chargeId === made.json.id));
-    assert.ok(found.findings.some((f) => f.kind === "amount_or_currency_mismatch" && f.chargeId === alteredCharge!.id));
-    assert.ok(found.findings.some((f) => f.kind === "several_gateway_charges_for_one_operation" && f.gatewayChargeId === twice[1]!.id));
+      const found = await reconcile(start);
+      assert.deepEqual(kinds(found.findings), [
+        "amount_or_currency_mismatch",
+        "app_charge_without_gateway_charge",
+        // The stranger, the two doubled charges (their metadata names no record), and the invented row's real
+        // gateway charge, whose record completed without it.
+        "gateway_charge_without_app_charge",
+        "gateway_charge_without_app_charge",
+        "gateway_charge_without_app_charge",
+        "gateway_charge_without_app_charge",
+        "several_gateway_charges_for_one_operation",
+      ]);
+      assert.ok(found.findings.some((f) => f.kind === "gateway_charge_without_app_charge" && f.gatewayChargeId === stranger.id));
+      assert.ok(found.findings.some((f) => f.kind === "app_charge_without_gateway_charge" && f.chargeId === made.json.id));
+      assert.ok(found.findings.some((f) => f.kind === "amount_or_currency_mismatch" && f.chargeId === alteredCharge!.id));
+      assert.ok(found.findings.some((f) => f.kind === "several_gateway_charges_for_one_operation" && f.gatewayChargeId === twice[1]!.id));
 
-    // The dashboard reads them, with their evidence.
-    const support = await db.staffUser.create({ data: { email: `ledger-${uniqueKey()}@example.com`, name: "L", role: "support", passwordHash: "x" } });
-    const caller = createCaller(createInnerTRPCContext({ user: { id: support.id, email: support.email, name: support.name, role: "support" } }));
-    const listed = await caller.ledger.mismatches({ limit: 100 });
-    const stored = listed.items.find((m) => m.gatewayChargeId === stranger.id);
-    assert.equal(stored?.kind, "gateway_charge_without_app_charge");
-    assert.equal((stored?.evidence.gateway as { amount_cents: number }).amount_cents, 700);
-    assert.ok((await caller.ledger.status()).openMismatches >= found.findings.length);
+      // The dashboard reads them, with their evidence.
+      const support = await db.staffUser.create({ data: { email: `ledger-${uniqueKey()}@example.com`, name: "L", role: "support", passwordHash: "x" } });
+      const caller = createCaller(createInnerTRPCContext({ user: { id: support.id, email: support.email, name: support.name, role: "support" } }));
+      const listed = await caller.ledger.mismatches({ limit: 100 });
+      const stored = listed.items.find((m) => m.gatewayChargeId === stranger.id);
+      assert.equal(stored?.kind, "gateway_charge_without_app_charge");
+      assert.equal((stored?.evidence.gateway as { amount_cents: number }).amount_cents, 700);
+      assert.ok((await caller.ledger.status()).openMismatches >= found.findings.length);
 
-    // Put right what the app can: the next run finds those in order and resolves them.
-    await db.charge.update({ where: { id: real!.id }, data: { gatewayIdempotencyKey: real!.gatewayIdempotencyKey } });
-    await db.charge.update({ where: { id: alteredCharge!.id }, data: { amountCents: alteredCharge!.amountCents } });
-    const again = await reconcile(start);
-    assert.deepEqual(kinds(again.findings), [
-      "gateway_charge_without_app_charge",
-      "gateway_charge_without_app_charge",
-      "gateway_charge_without_app_charge",
-      "several_gateway_charges_for_one_operation",
-    ]);
-    const fixed = await db.ledgerMismatch.findMany({ where: { chargeId: { in: [made.json.id, alteredCharge!.id] } } });
-    assert.equal(fixed.length, 2);
-    assert.ok(fixed.every((m) => m.resolvedAt !== null), "the findings that were put right are resolved");
+      // Put right what the app can: the next run finds those in order and resolves them.
+      for (const put of undo.splice(0)) await put();
+      const again = await reconcile(start);
+      assert.deepEqual(kinds(again.findings), [
+        "gateway_charge_without_app_charge",
+        "gateway_charge_without_app_charge",
+        "gateway_charge_without_app_charge",
+        "several_gateway_charges_for_one_operation",
+      ]);
+      const fixed = await db.ledgerMismatch.findMany({ where: { chargeId: { in: [made.json.id, alteredCharge!.id] } } });
+      assert.equal(fixed.length, 2);
+      assert.ok(fixed.every((m) => m.resolvedAt !== null), "the findings that were put right are resolved");
 
-    // The stranger's money is for people to refund: an engineer closes it with a note; support may not.
-    const open = (await caller.ledger.mismatches({ limit: 100 })).items.find((m) => m.gatewayChargeId === stranger.id)!;
-    await assert.rejects(caller.ledger.resolve({ id: open.id, note: "refunded" }), /engineers/i);
-    const engineer = await db.staffUser.create({ data: { email: `ledger-e-${uniqueKey()}@example.com`, name: "E", role: "engineer", passwordHash: "x" } });
-    const asEngineer = createCaller(createInnerTRPCContext({ user: { id: engineer.id, email: engineer.email, name: engineer.name, role: "engineer" } }));
-    await asEngineer.ledger.resolve({ id: open.id, note: "refunded at the provider, ticket 42" });
-    const closed = await db.ledgerMismatch.findUniqueOrThrow({ where: { id: BigInt(open.id) } });
-    assert.equal(closed.resolutionNote, "refunded at the provider, ticket 42");
-    assert.equal(closed.resolvedBy, engineer.id);
-
-    // Out of the way of the run's closing reconciliation: these charges were never the app's.
-    await removeGatewayCharges([stranger.id, twice[0]!.id, twice[1]!.id]);
-    await db.ledgerMismatch.updateMany({ where: { resolvedAt: null, gatewayChargeId: { in: [twice[0]!.id, twice[1]!.id] } }, data: { resolvedAt: new Date() } });
+      // The stranger's money is for people to refund: an engineer closes it with a note; support may not.
+      const open = (await caller.ledger.mismatches({ limit: 100 })).items.find((m) => m.gatewayChargeId === stranger.id)!;
+      await assert.rejects(caller.ledger.resolve({ id: open.id, note: "refunded" }), /engineers/i);
+      const engineer = await db.staffUser.create({ data: { email: `ledger-e-${uniqueKey()}@example.com`, name: "E", role: "engineer", passwordHash: "x" } });
+      const asEngineer = createCaller(createInnerTRPCContext({ user: { id: engineer.id, email: engineer.email, name: engineer.name, role: "engineer" } }));
+      await asEngineer.ledger.resolve({ id: open.id, note: "refunded at the provider, ticket 42" });
+      const closed = await db.ledgerMismatch.findUniqueOrThrow({ where: { id: BigInt(open.id) } });
+      assert.equal(closed.resolutionNote, "refunded at the provider, ticket 42");
+      assert.equal(closed.resolvedBy, engineer.id);
+    } finally {
+      for (const put of undo) await put();
+      // Out of the way of the run's closing reconciliation: these charges were never the app's.
+      await removeGatewayCharges(planted);
+      await db.ledgerMismatch.updateMany({
+        where: { resolvedAt: null, gatewayChargeId: { in: planted } },
+        data: { resolvedAt: new Date() },
+      });
+    }
   });
 });
