@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { env } from "~/env";
 import { db } from "~/server/db";
 import { gateway } from "~/server/gateway";
 import { reconcileLedger } from "~/server/ledger/reconcile";
@@ -93,6 +95,9 @@ describe("ledger reconciliation", () => {
       );
       planted.push(...twice.map((c) => c.id));
 
+      // Stripe's search lags: until its consistency window has passed since the invented charge was made, the
+      // reconciliation cannot prove that charge missing and rightly leaves it for a later run.
+      if (env.GATEWAY === "stripe") await sleep(env.STRIPE_SEARCH_CONSISTENCY_MS);
       const found = await reconcile(start);
       assert.deepEqual(kinds(found.findings), [
         "amount_or_currency_mismatch",
