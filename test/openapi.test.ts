@@ -1,14 +1,18 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { abandonedResponse } from "~/server/charges/responses";
 import { API_ERROR_CODES, API_ERRORS } from "~/server/http/errorRegistry";
-import { APP_URL, chargeBody, closeConnections, newApiClient, postCharge, uniqueKey, type ApiResponse } from "./helpers";
+import {
+  APP_URL, chargeBody, closeConnections, newApiClient, postCharge, seedRecord, uniqueKey, type ApiResponse,
+} from "./helpers";
 
 let apiKey: string;
+let clientId: number;
 let doc: any;
 let ajv: Ajv2020;
 before(async () => {
-  ({ apiKey } = await newApiClient("openapi"));
+  ({ apiKey, id: clientId } = await newApiClient("openapi"));
   doc = await (await fetch(`${APP_URL}/api/openapi.json`)).json();
   ajv = new Ajv2020({ strict: false, validateFormats: false });
   ajv.addSchema({ $id: "doc", components: doc.components });
@@ -92,5 +96,48 @@ describe("OpenAPI document", () => {
       const text = await res.text();
       conforms("/api/charges/{id}", "get", { status: res.status, headers: res.headers, text, json: JSON.parse(text) });
     }
+  });
+  test("GET /api/charges?idempotency_key=K matches the document: stored answers, in flight, unknown", async () => {
+    type As = { key?: string; headers?: object };
+    const get = async (key: string, { key: bearer = apiKey, headers = {} }: As = {}) => {
+      const url = `${APP_URL}/api/charges?idempotency_key=${encodeURIComponent(key)}`;
+      const res = await fetch(url, { headers: { Authorization: `Bearer ${bearer}`, ...headers } });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, text, json: JSON.parse(text) } as ApiResponse;
+    };
+    const charged = { key: uniqueKey(), body: chargeBody() };
+    await postCharge({ apiKey, ...charged });
+    const declined = { key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) };
+    await postCharge({ apiKey, ...declined });
+    const written = { phase: "complete", finishedBy: "abandoned", response: abandonedResponse } as const;
+    const abandoned = await seedRecord({ apiClientId: clientId, ...written }); // what the sweeper stores
+    const slowKey = uniqueKey();
+    const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) });
+    await new Promise((r) => setTimeout(r, 300));
+    const other = await newApiClient("openapi other");
+
+    const complete = await get(charged.key);
+    const responses = [
+      complete, // 201, as a replay
+      await get(declined.key), // 402, as a replay
+      await get(declined.key, { headers: problem }), // 402 replay: the stored JSON, whatever Accept says
+      await get(abandoned.idempotencyKey!), // 500 request_abandoned, as a replay
+      await get(slowKey), // 409 in flight
+      await get(slowKey, { headers: problem }), // 409 as RFC 9457
+      await get(uniqueKey()), // 404 unknown
+      await get(charged.key, { key: other.apiKey }), // 404: another client's key
+      await get("x".repeat(65)), // 400 invalid_idempotency_key
+      await get(uniqueKey(), { key: "sk_test_wrong" }), // 401
+    ];
+    await slow;
+    assert.equal(complete.headers.get("idempotent-replay"), "true");
+    assert.deepEqual(
+      responses.map((r) => `${r.status} ${r.json.error?.code ?? r.json.code ?? r.json.object}`),
+      [
+        "201 charge", "402 card_declined", "402 card_declined", "500 request_abandoned", "409 request_in_progress",
+        "409 request_in_progress", "404 not_found", "404 not_found", "400 invalid_idempotency_key", "401 unauthorized",
+      ],
+    );
+    for (const res of responses) conforms("/api/charges", "get", res);
   });
 });

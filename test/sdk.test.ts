@@ -10,12 +10,17 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ChargeDeadlineError, ChargesClient, InvalidIdempotencyKeyError } from "~/client";
 import { FileOperationStore } from "~/client/fileOperationStore";
-import { APP_URL, chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf } from "./helpers";
+import { faultyProxy, type ProxiedRequest } from "./faultyProxy";
+import {
+  APP_URL, chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, seedRecord,
+  sweepUntil,
+} from "./helpers";
 
 let apiKey: string;
+let clientId: number;
 let storeDir: string;
 before(async () => {
-  ({ apiKey } = await newApiClient("sdk"));
+  ({ apiKey, id: clientId } = await newApiClient("sdk"));
   storeDir = await mkdtemp(path.join(tmpdir(), "sdk-store-"));
 });
 after(async () => {
@@ -118,5 +123,90 @@ describe("SDK", () => {
     assert.equal(result.idempotencyKey, pending[0]!.idempotencyKey);
     assert.equal((await gatewayCharges(body.customer_id)).length, 1, "charged once");
     assert.deepEqual(await restarted.pendingOperations(), []);
+  });
+  const slow = { timeout: 20_000 };
+
+  test("a replayed 500 request_abandoned is final: one attempt, marked replayed, never sent again", slow, async () => {
+    // What a process that died before reaching the gateway leaves behind; the sweeper finds no charge and
+    // stores 500 request_abandoned, the answer every retry with this key gets from then on.
+    const body = chargeBody();
+    const record = await seedRecord({ apiClientId: clientId, phase: "lease_expired", body });
+    const key = record.idempotencyKey!;
+    await sweepUntil("the record to be written off", async () => {
+      const done = await recordOf(key);
+      return done?.phase.name === "complete" && done.phase.finishedBy === "abandoned";
+    });
+
+    const { fetch: fetchFn, keys } = countingFetch();
+    // A short deadline: an SDK that retried the replay would end in ChargeDeadlineError here.
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 3_000, fetch: fetchFn });
+    const result = await sdk.createCharge(body, { idempotencyKey: key });
+
+    assert.equal(result.status, 500);
+    assert.equal(!result.ok && result.error.code, "request_abandoned");
+    assert.equal(result.replayed, true);
+    assert.equal(result.attempts, 1);
+    assert.equal(keys.length, 1, "one request reached the server");
+    assert.equal((await gatewayCharges(body.customer_id)).length, 0, "nothing was charged");
+    assert.equal((await localCharges(body.customer_id)).length, 0);
+  });
+
+  /** Each canned answer's Retry-After date was waited for: the next attempt reached the proxy no earlier. */
+  function assertRetryAfterHonoured(requests: ProxiedRequest[]) {
+    for (const [i, answer] of requests.entries()) {
+      const next = requests[i + 1];
+      if (answer.retryAfterUntil === undefined || !next) continue;
+      const early = answer.retryAfterUntil - next.at;
+      assert.ok(early <= 20, `attempt ${i + 2} came ${early} ms before the Retry-After date of ${answer.answered}`);
+    }
+  }
+
+  test("a proxy's 502 and 504 are retried, same key, after an HTTP-date Retry-After; one charge", slow, async () => {
+    const proxy = await faultyProxy(APP_URL, [
+      // A load balancer that found no app to send the request to: it never reached the app.
+      { status: 502, headers: { "Content-Type": "text/html" }, body: "<h1>Bad Gateway</h1>", retryAfterDateMs: 1_000 },
+      // A timeout in front of the app after it had charged: the client never learned of the charge.
+      { status: 504, afterForwarding: true, retryAfterDateMs: 1_000 },
+    ]);
+    try {
+      // Backoff of a few ms: the waits seen are Retry-After's.
+      const sdk = new ChargesClient({ baseUrl: proxy.url, apiKey, baseDelayMs: 10, maxDelayMs: 20, deadlineMs: 15e3 });
+      const body = chargeBody();
+      const result = await sdk.createCharge(body);
+
+      assert.equal(result.status, 201);
+      assert.equal(result.attempts, 3);
+      assert.equal(result.replayed, true, "the third attempt gets the charge the second one made");
+      assert.deepEqual(proxy.requests.map((r) => r.answered), [502, 504, "app"]);
+      assert.equal(new Set(proxy.requests.map((r) => r.idempotencyKey)).size, 1, "every attempt carries the same key");
+      assertRetryAfterHonoured(proxy.requests);
+      assert.equal((await localCharges(body.customer_id)).length, 1, "charged once");
+      assert.equal((await gatewayCharges(body.customer_id)).length, 1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test("a non-replayed 500 is retried, same key, after an HTTP-date Retry-After; one charge", slow, async () => {
+    const internalError = JSON.stringify({ error: { code: "internal_error", message: "An internal error occurred." } });
+    const proxy = await faultyProxy(APP_URL, [
+      { status: 500, headers: { "Content-Type": "application/json" }, body: internalError, retryAfterDateMs: 1_000 },
+    ]);
+    try {
+      const sdk = new ChargesClient({ baseUrl: proxy.url, apiKey, baseDelayMs: 10, maxDelayMs: 20, deadlineMs: 15e3 });
+      const body = chargeBody();
+      const result = await sdk.createCharge(body);
+
+      assert.equal(result.status, 201);
+      assert.equal(result.attempts, 2);
+      assert.equal(result.replayed, false);
+      assert.deepEqual(proxy.requests.map((r) => r.answered), [500, "app"]);
+      assert.equal(new Set(proxy.requests.map((r) => r.idempotencyKey)).size, 1);
+      assertRetryAfterHonoured(proxy.requests);
+      assert.equal((await localCharges(body.customer_id)).length, 1, "charged once");
+      assert.equal((await gatewayCharges(body.customer_id)).length, 1);
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import type { Charge } from "~/generated/prisma/client";
 import { errorBody } from "~/server/http/apiError";
+import { API_ERRORS } from "~/server/http/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
 
 /** The public JSON shape of a charge (also used by GET /api/charges/[id]). */
@@ -22,7 +23,7 @@ export function responseForCharge(charge: Charge): StoredResponse {
   if (charge.status === "succeeded") return { status: 201, body: JSON.stringify(serializeCharge(charge)) };
   return {
     status: 402,
-    body: errorBody("card_declined", "The card was declined.", {
+    body: errorBody("card_declined", API_ERRORS.card_declined.message, {
       decline_code: charge.failureCode,
       charge: charge.id,
     }),
@@ -32,5 +33,5 @@ export function responseForCharge(charge: Charge): StoredResponse {
 /** The stored answer of an operation the sweeper found the gateway never charged. */
 export const abandonedResponse: StoredResponse = {
   status: 500,
-  body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
+  body: errorBody("request_abandoned", API_ERRORS.request_abandoned.message),
 };

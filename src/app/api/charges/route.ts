@@ -25,7 +25,7 @@ function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
     case "invalid_idempotency_key":
       return errorResponse("invalid_idempotency_key", { message: outcome.message });
     case "idempotency_key_required":
-      return errorResponse("idempotency_key_required", { message: `This endpoint requires an ${IDEMPOTENCY_KEY_HEADER} header.` });
+      return errorResponse("idempotency_key_required");
     case "in_progress":
       return errorResponse("request_in_progress", { details: { age_seconds: ageSeconds(outcome.since) }, headers: applied });
     case "key_reused":
