@@ -209,7 +209,9 @@ describe("the dashboard's queries at a realistic size", () => {
         if (!row.table || !names.has(row.table.replace(/`/g, "").toLowerCase())) continue;
         // ALL reads the table; "index" reads a whole index, which is a walk that stops only under a LIMIT.
         if (row.type === "ALL" || (row.type === "index" && !/\bLIMIT\b/i.test(st.sql))) {
-          fullScans.push(`${st.procedure}: ${row.type} scan of ${row.table}\n  ${st.sql.replace(/\s+/g, " ").slice(0, 400)}`);
+          fullScans.push(
+            `${st.procedure}: ${row.type} scan of ${row.table}\n  ${st.sql.replace(/\s+/g, " ").slice(0, 400)}`,
+          );
         }
       }
     }

@@ -12,7 +12,14 @@ import { reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import {
-  chargeBody, closeConnections, localCharges, newApiClient, postCharge, recordOf, removeGatewayCharges, uniqueKey,
+  chargeBody,
+  closeConnections,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  removeGatewayCharges,
+  uniqueKey,
 } from "./helpers";
 
 let apiKey: string;
@@ -32,7 +39,8 @@ const show = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" 
 describe("ledger reconciliation", () => {
   test("charges made through the API reconcile to nothing", async () => {
     const start = new Date(Date.now() - 1_000);
-    for (const card of ["tok_visa", "tok_declined", "tok_visa"]) await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: card }) });
+    for (const card of ["tok_visa", "tok_declined", "tok_visa"])
+      await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: card }) });
     await postCharge({ apiKey, body: chargeBody() }); // keyless
     const result = await reconcile(start);
     assert.ok(result.gatewayCharges >= 4 && result.appCharges >= 4, show(result));
@@ -58,8 +66,13 @@ describe("ledger reconciliation", () => {
     const start = new Date(Date.now() - 1_000);
     // 1. Money the app does not know of: a gateway charge under a key no record owns.
     const stranger = await gateway.charge(
-      { amountCents: 700, currency: "usd", cardToken: "tok_visa", customerId: "cus_ledger_stranger",
-        metadata: { requestId: "0", apiClientId: String(clientId), idempotencyKey: null } },
+      {
+        amountCents: 700,
+        currency: "usd",
+        cardToken: "tok_visa",
+        customerId: "cus_ledger_stranger",
+        metadata: { requestId: "0", apiClientId: String(clientId), idempotencyKey: null },
+      },
       { idempotencyKey: `gk_stranger_${uniqueKey()}`, timeoutMs: 5_000 },
     );
     // 2. A charge the app invented: its row names a gateway key the gateway never saw.
@@ -77,8 +90,13 @@ describe("ledger reconciliation", () => {
     const twice = await Promise.all(
       [1, 2].map((n) =>
         gateway.charge(
-          { amountCents: 900, currency: "usd", cardToken: "tok_visa", customerId: "cus_ledger_doubled",
-            metadata: { requestId: `99999999${n}`, apiClientId: String(clientId), idempotencyKey: doubled } },
+          {
+            amountCents: 900,
+            currency: "usd",
+            cardToken: "tok_visa",
+            customerId: "cus_ledger_doubled",
+            metadata: { requestId: `99999999${n}`, apiClientId: String(clientId), idempotencyKey: doubled },
+          },
           { idempotencyKey: `gk_doubled_${n}_${doubled}`, timeoutMs: 5_000 },
         ),
       ),
@@ -96,14 +114,26 @@ describe("ledger reconciliation", () => {
       "gateway_charge_without_app_charge",
       "several_gateway_charges_for_one_operation",
     ]);
-    assert.ok(found.findings.some((f) => f.kind === "gateway_charge_without_app_charge" && f.gatewayChargeId === stranger.id));
-    assert.ok(found.findings.some((f) => f.kind === "app_charge_without_gateway_charge" && f.chargeId === made.json.id));
+    assert.ok(
+      found.findings.some((f) => f.kind === "gateway_charge_without_app_charge" && f.gatewayChargeId === stranger.id),
+    );
+    assert.ok(
+      found.findings.some((f) => f.kind === "app_charge_without_gateway_charge" && f.chargeId === made.json.id),
+    );
     assert.ok(found.findings.some((f) => f.kind === "amount_or_currency_mismatch" && f.chargeId === alteredCharge!.id));
-    assert.ok(found.findings.some((f) => f.kind === "several_gateway_charges_for_one_operation" && f.gatewayChargeId === twice[1]!.id));
+    assert.ok(
+      found.findings.some(
+        (f) => f.kind === "several_gateway_charges_for_one_operation" && f.gatewayChargeId === twice[1]!.id,
+      ),
+    );
 
     // The dashboard reads them, with their evidence.
-    const support = await db.staffUser.create({ data: { email: `ledger-${uniqueKey()}@example.com`, name: "L", role: "support", passwordHash: "x" } });
-    const caller = createCaller(createInnerTRPCContext({ user: { id: support.id, email: support.email, name: support.name, role: "support" } }));
+    const support = await db.staffUser.create({
+      data: { email: `ledger-${uniqueKey()}@example.com`, name: "L", role: "support", passwordHash: "x" },
+    });
+    const caller = createCaller(
+      createInnerTRPCContext({ user: { id: support.id, email: support.email, name: support.name, role: "support" } }),
+    );
     const listed = await caller.ledger.mismatches({ limit: 100 });
     const stored = listed.items.find((m) => m.gatewayChargeId === stranger.id);
     assert.equal(stored?.kind, "gateway_charge_without_app_charge");
@@ -122,13 +152,22 @@ describe("ledger reconciliation", () => {
     ]);
     const fixed = await db.ledgerMismatch.findMany({ where: { chargeId: { in: [made.json.id, alteredCharge!.id] } } });
     assert.equal(fixed.length, 2);
-    assert.ok(fixed.every((m) => m.resolvedAt !== null), "the findings that were put right are resolved");
+    assert.ok(
+      fixed.every((m) => m.resolvedAt !== null),
+      "the findings that were put right are resolved",
+    );
 
     // The stranger's money is for people to refund: an engineer closes it with a note; support may not.
     const open = (await caller.ledger.mismatches({ limit: 100 })).items.find((m) => m.gatewayChargeId === stranger.id)!;
     await assert.rejects(caller.ledger.resolve({ id: open.id, note: "refunded" }), /engineers/i);
-    const engineer = await db.staffUser.create({ data: { email: `ledger-e-${uniqueKey()}@example.com`, name: "E", role: "engineer", passwordHash: "x" } });
-    const asEngineer = createCaller(createInnerTRPCContext({ user: { id: engineer.id, email: engineer.email, name: engineer.name, role: "engineer" } }));
+    const engineer = await db.staffUser.create({
+      data: { email: `ledger-e-${uniqueKey()}@example.com`, name: "E", role: "engineer", passwordHash: "x" },
+    });
+    const asEngineer = createCaller(
+      createInnerTRPCContext({
+        user: { id: engineer.id, email: engineer.email, name: engineer.name, role: "engineer" },
+      }),
+    );
     await asEngineer.ledger.resolve({ id: open.id, note: "refunded at the provider, ticket 42" });
     const closed = await db.ledgerMismatch.findUniqueOrThrow({ where: { id: BigInt(open.id) } });
     assert.equal(closed.resolutionNote, "refunded at the provider, ticket 42");
@@ -136,6 +175,9 @@ describe("ledger reconciliation", () => {
 
     // Out of the way of the run's closing reconciliation: these charges were never the app's.
     await removeGatewayCharges([stranger.id, twice[0]!.id, twice[1]!.id]);
-    await db.ledgerMismatch.updateMany({ where: { resolvedAt: null, gatewayChargeId: { in: [twice[0]!.id, twice[1]!.id] } }, data: { resolvedAt: new Date() } });
+    await db.ledgerMismatch.updateMany({
+      where: { resolvedAt: null, gatewayChargeId: { in: [twice[0]!.id, twice[1]!.id] } },
+      data: { resolvedAt: new Date() },
+    });
   });
 });

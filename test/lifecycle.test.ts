@@ -7,7 +7,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
 import { db } from "~/server/db";
-import { keyToBytes, runIdempotent, type IdempotentOutcome, type PhaseName, type WorkResult } from "~/server/idempotency";
+import {
+  keyToBytes,
+  runIdempotent,
+  type IdempotentOutcome,
+  type PhaseName,
+  type WorkResult,
+} from "~/server/idempotency";
 import * as records from "~/server/idempotency/records";
 import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";
 
@@ -137,7 +143,10 @@ describe("fencing tokens", () => {
     assert.equal(await records.renew(stalled, new Date()), null);
     const after = (await recordOf(key, ROUTE))!;
     assert.equal(after.attempt, 2);
-    assert.deepEqual(after.phase.name === "complete" && after.phase.response, DONE.kind === "complete" && DONE.response);
+    assert.deepEqual(
+      after.phase.name === "complete" && after.phase.response,
+      DONE.kind === "complete" && DONE.response,
+    );
   });
 
   test("of two retries racing to take a released claim over, exactly one runs the work", async () => {
@@ -151,7 +160,10 @@ describe("fencing tokens", () => {
     };
     const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: released.requestHash };
     // Not through this process's memory: each call decides from the record alone.
-    const [a, b] = await Promise.all([records.take(released, new Date(), "retry"), records.take(released, new Date(), "retry")]);
+    const [a, b] = await Promise.all([
+      records.take(released, new Date(), "retry"),
+      records.take(released, new Date(), "retry"),
+    ]);
     assert.equal([a, b].filter(Boolean).length, 1, "one take matched");
     const outcome = await runIdempotent(claim, slowWork);
     assert.equal(outcome.kind, "in_progress", "the record is held by the winner's attempt");

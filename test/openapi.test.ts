@@ -2,7 +2,15 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { API_ERROR_CODES, API_ERRORS } from "~/server/http/errorRegistry";
-import { APP_URL, chargeBody, closeConnections, newApiClient, postCharge, uniqueKey, type ApiResponse } from "./helpers";
+import {
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  newApiClient,
+  postCharge,
+  uniqueKey,
+  type ApiResponse,
+} from "./helpers";
 
 let apiKey: string;
 let doc: any;
@@ -23,7 +31,10 @@ function conforms(path: string, method: string, res: ApiResponse) {
   assert.ok(documented.content[mediaType], `${res.status} answered ${mediaType}, which the document does not list`);
   const ref: string = documented.content[mediaType].schema.$ref;
   const validate = ajv.getSchema(`doc${ref}`)!;
-  assert.ok(validate(res.json), `${res.status} body does not match ${ref}: ${JSON.stringify(validate.errors)}\n${res.text}`);
+  assert.ok(
+    validate(res.json),
+    `${res.status} body does not match ${ref}: ${JSON.stringify(validate.errors)}\n${res.text}`,
+  );
   for (const header of Object.keys(documented.headers ?? {})) {
     if (header === "Retry-After") assert.ok(res.headers.get(header), `${res.status} lacks ${header}`);
   }
@@ -77,7 +88,10 @@ describe("OpenAPI document", () => {
     ];
     const declined = { key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) };
     await postCharge({ apiKey, ...declined });
-    responses.push(await postCharge({ apiKey, ...declined }), await postCharge({ apiKey, ...declined, headers: problem })); // 402 replays
+    responses.push(
+      await postCharge({ apiKey, ...declined }),
+      await postCharge({ apiKey, ...declined, headers: problem }),
+    ); // 402 replays
     await slow;
     assert.ok(responses.some((r) => r.headers.get("content-type")?.startsWith("application/problem+json")));
     const statuses = new Set(responses.map((r) => r.status));

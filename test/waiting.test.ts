@@ -7,7 +7,14 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ChargesClient } from "~/client";
 import {
-  APP_URL, chargeBody, closeConnections, gatewayCharges, newApiClient, postCharge, startAppInstance, uniqueKey,
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  newApiClient,
+  postCharge,
+  startAppInstance,
+  uniqueKey,
 } from "./helpers";
 
 const OTHER_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 5;
@@ -18,7 +25,9 @@ before(async () => ({ apiKey } = await newApiClient("waiting")));
 after(closeConnections);
 
 const getOperation = (key: string, as = apiKey) =>
-  fetch(`${APP_URL}/api/charges?idempotency_key=${encodeURIComponent(key)}`, { headers: { Authorization: `Bearer ${as}` } });
+  fetch(`${APP_URL}/api/charges?idempotency_key=${encodeURIComponent(key)}`, {
+    headers: { Authorization: `Bearer ${as}` },
+  });
 
 describe("Prefer: wait", () => {
   test("a retry into the process holding the claim waits for the answer: a replay, not a 409", async () => {

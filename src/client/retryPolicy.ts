@@ -49,7 +49,13 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
  * How long to wait before the next attempt. Retry-After is a floor. When the server already waited for the
  * outcome (Preference-Applied) it paced the client itself: no backoff on top.
  */
-export function nextDelayMs(opts: { attempt: number; retryAfterMs: number; serverWaited: boolean; baseMs: number; maxMs: number }): number {
+export function nextDelayMs(opts: {
+  attempt: number;
+  retryAfterMs: number;
+  serverWaited: boolean;
+  baseMs: number;
+  maxMs: number;
+}): number {
   if (opts.serverWaited) return opts.retryAfterMs;
   return Math.max(opts.retryAfterMs, backoffMs(opts.attempt, opts.baseMs, opts.maxMs));
 }

@@ -201,8 +201,21 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     await pool.query(
       `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token, status,
          decline_code, message, created_at, respond_after, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [row.id, key, hash, row.amount_cents, row.currency, row.customer_id, parsed.card_token, row.status,
-        row.decline_code, row.message, row.created_at, row.respond_after, row.metadata ? JSON.stringify(row.metadata) : null],
+      [
+        row.id,
+        key,
+        hash,
+        row.amount_cents,
+        row.currency,
+        row.customer_id,
+        parsed.card_token,
+        row.status,
+        row.decline_code,
+        row.message,
+        row.created_at,
+        row.respond_after,
+        row.metadata ? JSON.stringify(row.metadata) : null,
+      ],
     );
   } catch (error) {
     if ((error as { errno?: number }).errno !== 1062) throw error;
@@ -214,7 +227,9 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     return answer(res, existing);
   }
   if (behaviour.kind === "charge_then_error") {
-    return send(res, 500, { error: { code: "processing_error", message: "Simulated failure after the charge was made" } });
+    return send(res, 500, {
+      error: { code: "processing_error", message: "Simulated failure after the charge was made" },
+    });
   }
   return answer(res, row);
 }
@@ -228,7 +243,9 @@ async function listCharges(url: URL, res: ServerResponse) {
   const after = Number(url.searchParams.get("starting_after") ?? 0);
   const limit = Math.min(LIST_MAX, Math.max(1, Number(url.searchParams.get("limit") ?? LIST_MAX)));
   if ([since.getTime(), until.getTime(), after, limit].some((v) => !Number.isFinite(v))) {
-    return send(res, 400, { error: { code: "invalid_request", message: "created_gte, created_lt, starting_after, limit" } });
+    return send(res, 400, {
+      error: { code: "invalid_request", message: "created_gte, created_lt, starting_after, limit" },
+    });
   }
   // Paging by seq inside the window returns each of its rows exactly once, and
   // seq follows creation closely enough to read as "oldest first".
@@ -237,7 +254,11 @@ async function listCharges(url: URL, res: ServerResponse) {
     [since, until, after, limit + 1],
   );
   const page = rows.slice(0, limit);
-  send(res, 200, { data: page.map(toWire), has_more: rows.length > limit, next_cursor: rows.length > limit ? String(page.at(-1)!.seq) : null });
+  send(res, 200, {
+    data: page.map(toWire),
+    has_more: rows.length > limit,
+    next_cursor: rows.length > limit ? String(page.at(-1)!.seq) : null,
+  });
 }
 
 const server = createServer((req, res) => {

@@ -21,8 +21,17 @@ import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { reconcileLedger } from "~/server/ledger/reconcile";
 import {
-  chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, seedRecord,
-  uniqueKey, waitFor,
+  chargeAtGateway,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  seedRecord,
+  uniqueKey,
+  waitFor,
 } from "../helpers";
 
 let apiKey: string;
@@ -67,9 +76,16 @@ describe("a charge that completes while the reconciliation runs", () => {
       assert.equal((await localCharges(body.customer_id)).length, 1, "the app has the live charge");
       const about = result.findings.filter((f) => f.gatewayChargeId === gatewayCharge!.id);
       try {
-        assert.deepEqual(about.map((f) => [f.kind, f.evidence.why]), [], "no mismatch about a charge the app has");
+        assert.deepEqual(
+          about.map((f) => [f.kind, f.evidence.why]),
+          [],
+          "no mismatch about a charge the app has",
+        );
       } finally {
-        await db.ledgerMismatch.updateMany({ where: { gatewayChargeId: gatewayCharge!.id }, data: { resolvedAt: new Date() } });
+        await db.ledgerMismatch.updateMany({
+          where: { gatewayChargeId: gatewayCharge!.id },
+          data: { resolvedAt: new Date() },
+        });
       }
     } finally {
       if (!released) await outside.query("ROLLBACK").catch(() => {});

@@ -24,8 +24,18 @@ import { after, before, describe, test } from "node:test";
 import { env } from "~/env";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import {
-  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, removeGatewayCharges,
-  startAppInstance, uniqueKey, waitFor,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  removeGatewayCharges,
+  startAppInstance,
+  uniqueKey,
+  waitFor,
 } from "../helpers";
 import { delayingProxy } from "./delayingProxy";
 
@@ -79,15 +89,20 @@ describe("a sweeper whose clock is ahead", () => {
       const res = await answer;
       const atGateway = await gatewayCharges(body.customer_id);
       const inApp = await localCharges(body.customer_id);
-      console.log(`client told ${res.status} ${res.json?.error?.code ?? ""}; gateway charges ${atGateway.length}, ` +
-        `app charges ${inApp.length}`);
+      console.log(
+        `client told ${res.status} ${res.json?.error?.code ?? ""}; gateway charges ${atGateway.length}, ` +
+          `app charges ${inApp.length}`,
+      );
       try {
         assert.equal(after.phase.name, "held", "a live claim is not the sweeper's to finish");
         assert.equal(res.status, 201, res.text);
       } finally {
         if (inApp.length === 0) {
           await removeGatewayCharges(atGateway.map((c) => c.id));
-          await db.ledgerMismatch.updateMany({ where: { gatewayChargeId: { in: atGateway.map((c) => c.id) } }, data: { resolvedAt: new Date() } });
+          await db.ledgerMismatch.updateMany({
+            where: { gatewayChargeId: { in: atGateway.map((c) => c.id) } },
+            data: { resolvedAt: new Date() },
+          });
         }
       }
     } finally {

@@ -27,14 +27,19 @@ import { closeConnections } from "../helpers";
 
 let gatewayDb: mariadb.Pool;
 before(() => {
-  gatewayDb = mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+  gatewayDb = mariadb.createPool({
+    ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+    connectionLimit: 2,
+  });
 });
 after(async () => {
   await gatewayDb.end();
   await closeConnections();
 });
 
-describe("a PaymentIntent of another integration awaiting capture", { skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only" }, () => {
+describe("a PaymentIntent of another integration awaiting capture", {
+  skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+}, () => {
   test("does not make the reconciliation of its window fail", async () => {
     const id = `pi_${randomBytes(12).toString("hex")}`;
     const now = new Date();

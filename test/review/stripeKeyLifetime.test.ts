@@ -25,8 +25,17 @@ import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { deriveGatewayKey } from "~/server/gateway";
 import { reconcileLedger } from "~/server/ledger/reconcile";
 import {
-  chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge,
-  removeGatewayCharges, seedRecord, uniqueKey,
+  chargeAtGateway,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  removeGatewayCharges,
+  seedRecord,
+  uniqueKey,
 } from "../helpers";
 
 const HOUR = 3_600_000;
@@ -35,14 +44,19 @@ let clientId: number;
 let gatewayDb: mariadb.Pool;
 before(async () => {
   ({ apiKey, id: clientId } = await newApiClient("review stripe key lifetime"));
-  gatewayDb = mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+  gatewayDb = mariadb.createPool({
+    ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+    connectionLimit: 2,
+  });
 });
 after(async () => {
   await gatewayDb.end();
   await closeConnections();
 });
 
-describe("a released claim older than the gateway's key lifetime", { skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only" }, () => {
+describe("a released claim older than the gateway's key lifetime", {
+  skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+}, () => {
   test("is not charged again when it is retried", async () => {
     const key = uniqueKey("day-old");
     const body = chargeBody();
@@ -65,17 +79,24 @@ describe("a released claim older than the gateway's key lifetime", { skip: env.G
     const atGateway = await gatewayCharges(body.customer_id);
     // What the periodic reconciliation would look at now: at most the last 24 h.
     const reconciliation = await reconcileLedger({ since: new Date(Date.now() - 24 * HOUR) });
-    const doubles = reconciliation.findings.filter((f) => f.kind === "several_gateway_charges_for_one_operation"
-      && atGateway.some((c) => c.id === f.gatewayChargeId));
+    const doubles = reconciliation.findings.filter(
+      (f) =>
+        f.kind === "several_gateway_charges_for_one_operation" && atGateway.some((c) => c.id === f.gatewayChargeId),
+    );
     try {
-      console.log(`retry answered ${retry.status} ${retry.json?.gateway_charge_id ?? retry.text}; first charge ${first.id}; ` +
-        `gateway charges ${atGateway.map((c) => c.id)}; app charges ${(await localCharges(body.customer_id)).length}; ` +
-        `double-charge findings ${doubles.length}`);
+      console.log(
+        `retry answered ${retry.status} ${retry.json?.gateway_charge_id ?? retry.text}; first charge ${first.id}; ` +
+          `gateway charges ${atGateway.map((c) => c.id)}; app charges ${(await localCharges(body.customer_id)).length}; ` +
+          `double-charge findings ${doubles.length}`,
+      );
       assert.equal(atGateway.length, 1, "one operation, one charge at the gateway");
     } finally {
       // Take the first (aged) PaymentIntent out again, for the run's closing reconciliation.
       await removeGatewayCharges([first.id]);
-      await db.ledgerMismatch.updateMany({ where: { gatewayChargeId: { in: atGateway.map((c) => c.id) } }, data: { resolvedAt: new Date() } });
+      await db.ledgerMismatch.updateMany({
+        where: { gatewayChargeId: { in: atGateway.map((c) => c.id) } },
+        data: { resolvedAt: new Date() },
+      });
     }
     assert.equal(doubles.length, 1, "the reconciliation reports the double charge");
   });

@@ -16,13 +16,16 @@ const filesUnder = (dir: string): string[] =>
     const rel = `${dir}/${name}`;
     return statSync(path.join(root, rel)).isDirectory() ? filesUnder(rel) : /\.tsx?$/.test(name) ? [rel] : [];
   });
-const importsOf = (source: string) => [...source.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+const importsOf = (source: string) =>
+  [...source.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
 
 test("the idempotency module's files import each other without a cycle", () => {
   const dir = "src/server/idempotency";
   const graph = new Map<string, string[]>();
   for (const file of filesUnder(dir)) {
-    const local = importsOf(read(file)).filter((spec) => spec.startsWith("./")).map((spec) => `${dir}/${spec.slice(2)}.ts`);
+    const local = importsOf(read(file))
+      .filter((spec) => spec.startsWith("./"))
+      .map((spec) => `${dir}/${spec.slice(2)}.ts`);
     graph.set(file, local);
   }
   const visiting = new Set<string>();
@@ -39,10 +42,16 @@ test("the idempotency module's files import each other without a cycle", () => {
 });
 
 test("only the lifecycle module holds SQL about idempotent_requests, or decodes a record's state", () => {
-  const elsewhere = ["src/server", "src/app", "src/worker"].flatMap(filesUnder).filter((f) => !f.startsWith("src/server/idempotency/"));
+  const elsewhere = ["src/server", "src/app", "src/worker"]
+    .flatMap(filesUnder)
+    .filter((f) => !f.startsWith("src/server/idempotency/"));
   for (const file of elsewhere) {
     const source = read(file);
-    assert.doesNotMatch(source, /(UPDATE|INSERT INTO|DELETE FROM|FROM|JOIN)\s+idempotent_requests/i, `${file} has SQL about records`);
+    assert.doesNotMatch(
+      source,
+      /(UPDATE|INSERT INTO|DELETE FROM|FROM|JOIN)\s+idempotent_requests/i,
+      `${file} has SQL about records`,
+    );
     const prismaFilters = /idempotentRequest\.\w+\(\{[^)]*?\b(state|finishedBy|leaseExpiresAt)\b/s;
     assert.doesNotMatch(source, prismaFilters, `${file} filters records by their state columns`);
   }

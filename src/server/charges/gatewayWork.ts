@@ -9,12 +9,18 @@ import type { CreateChargeInput } from "./schema";
 
 /** A record as logs name it (the sweeper logs outside any request's context). */
 const recordFields = (record: IdempotencyRecord) => ({
-  recordId: String(record.id), apiClientId: record.apiClientId, idempotencyKey: record.idempotencyKey,
+  recordId: String(record.id),
+  apiClientId: record.apiClientId,
+  idempotencyKey: record.idempotencyKey,
 });
 
 /** What the gateway keeps beside each charge, so the ledger can name the operation behind it. */
 export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
-  return { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey };
+  return {
+    requestId: String(record.id),
+    apiClientId: String(record.apiClientId),
+    idempotencyKey: record.idempotencyKey,
+  };
 }
 
 /**

@@ -32,5 +32,8 @@ export function responseForCharge(charge: Charge): StoredResponse {
 /** The stored answer of an operation the sweeper found the gateway never charged. */
 export const abandonedResponse: StoredResponse = {
   status: 500,
-  body: errorBody("request_abandoned", "The request was interrupted before it reached the payment gateway; no charge was made."),
+  body: errorBody(
+    "request_abandoned",
+    "The request was interrupted before it reached the payment gateway; no charge was made.",
+  ),
 };

@@ -73,11 +73,25 @@ export async function retryOnLockConflict<T>(work: () => Promise<T>, attempts = 
 
 /** Connection-level failures, by name (driver and Node) and Prisma code: the database is down, not a bug. */
 const UNAVAILABLE_CODES = new Set([
-  "P1001", "P1002", "P1008", "P1017", "P2024", "P2028",
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
-  "ER_GET_CONNECTION_TIMEOUT", "ER_CONNECTION_TIMEOUT", "ER_SOCKET_UNEXPECTED_CLOSE",
-  "ER_CONNECTION_ALREADY_CLOSED", "ER_CLOSING_POOL", "ER_POOL_ALREADY_CLOSED", "ER_CMD_CONNECTION_CLOSED",
-  "ER_SERVER_SHUTDOWN", "ER_CONNECTION_KILLED",
+  "P1001",
+  "P1002",
+  "P1008",
+  "P1017",
+  "P2024",
+  "P2028",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ER_GET_CONNECTION_TIMEOUT",
+  "ER_CONNECTION_TIMEOUT",
+  "ER_SOCKET_UNEXPECTED_CLOSE",
+  "ER_CONNECTION_ALREADY_CLOSED",
+  "ER_CLOSING_POOL",
+  "ER_POOL_ALREADY_CLOSED",
+  "ER_CMD_CONNECTION_CLOSED",
+  "ER_SERVER_SHUTDOWN",
+  "ER_CONNECTION_KILLED",
 ]);
 /**
  * Server error numbers that mean the same: too many connections, shutdown, killed, gone away, lost, and

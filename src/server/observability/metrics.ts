@@ -22,8 +22,14 @@ function createMetrics() {
     registers,
   });
   // The outcomes every dashboard expects, at 0 until they happen.
-  for (const [outcome, status] of [["fresh", 201], ["replay", 201], ["in_progress", 409], ["key_reused", 422],
-    ["invalid_request", 400], ["service_unavailable", 503]] as const) {
+  for (const [outcome, status] of [
+    ["fresh", 201],
+    ["replay", 201],
+    ["in_progress", 409],
+    ["key_reused", 422],
+    ["invalid_request", 400],
+    ["service_unavailable", 503],
+  ] as const) {
     answers.labels(outcome, String(status)).inc(0);
   }
 
@@ -50,14 +56,23 @@ function createMetrics() {
       this.set(poolUsage.active);
     },
   });
-  new Gauge({ name: "charges_db_pool_limit", help: "Size of this process's database pool", registers, collect() {
-    this.set(poolUsage.limit);
-  } });
-  new Counter({ name: "charges_db_pool_waits_total", help: "Requests that waited for a free connection", registers,
+  new Gauge({
+    name: "charges_db_pool_limit",
+    help: "Size of this process's database pool",
+    registers,
+    collect() {
+      this.set(poolUsage.limit);
+    },
+  });
+  new Counter({
+    name: "charges_db_pool_waits_total",
+    help: "Requests that waited for a free connection",
+    registers,
     collect() {
       this.reset();
       this.inc(poolUsage.waited);
-    } });
+    },
+  });
 
   new Gauge({
     name: "charges_sweeper_records_last_hour",
