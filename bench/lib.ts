@@ -121,7 +121,12 @@ export function cpuMs(pid: number): number {
   const tree = new Set([pid]);
   for (let grew = true; grew; ) {
     grew = false;
-    for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) tree.add(s.pid), (grew = true);
+    for (const s of stats) {
+      if (!tree.has(s.pid) && tree.has(s.ppid)) {
+        tree.add(s.pid);
+        grew = true;
+      }
+    }
   }
   return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
 }

@@ -101,7 +101,13 @@ describe("a burst of completions", () => {
           },
           async (held): Promise<WorkResult> => {
             const result = await chargeOnGateway(held, { ...body, customer_id: body.customer_id });
-            if (++arrived === n) setTimeout(() => ((since = Date.now()), release()), 200); // the claims' slots are behind us
+            // the claims' slots are behind us
+            if (++arrived === n) {
+              setTimeout(() => {
+                since = Date.now();
+                release();
+              }, 200);
+            }
             await allCharged;
             return result;
           },

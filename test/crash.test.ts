@@ -45,7 +45,10 @@ async function blackHoleGateway() {
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     sockets,
-    close: () => (sockets.forEach((s) => s.destroy()), server.close()),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return server.close();
+    },
   };
 }
 

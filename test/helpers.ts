@@ -230,5 +230,12 @@ export async function chargeAtGateway(
  */
 export async function sweepUntil(what: string, done: () => Promise<boolean>, timeoutMs = 15_000) {
   const { reapAbandoned } = await import("~/server/sweep/reapAbandoned");
-  await waitFor(what, async () => (await reapAbandoned({ olderThanMs: 0 }), done()), timeoutMs);
+  await waitFor(
+    what,
+    async () => {
+      await reapAbandoned({ olderThanMs: 0 });
+      return done();
+    },
+    timeoutMs,
+  );
 }

@@ -94,7 +94,10 @@ describe("every phase x every kind of request (the decision table)", () => {
             apiClientId: which === "other client" ? otherClientId : clientId,
             requestHash: which === "other payload" ? "f".repeat(64) : seeded.requestHash,
           },
-          async () => ((workRan = true), DONE),
+          async () => {
+            workRan = true;
+            return DONE;
+          },
         );
 
         assert.equal(outcome.kind, want.answer);

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { keyToBytes } from "~/server/idempotency";
 import { pruneBatchStatement, unfinishedStatement } from "~/server/idempotency/lifecycle";
 import { pruneExpired } from "~/server/sweep/pruneExpired";

@@ -228,7 +228,7 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
     const since = new Date();
     const client = alternatingClient(2_500);
     const payloads = Array.from({ length: 10 }, () => body("tok_slow_1200"));
-    const running = payloads.map(async (p, i) => {
+    const running = payloads.map(async (p) => {
       const key = `killed-${randomUUID()}`;
       // The first attempt on instance 0, which dies with the gateway calls pending.
       await post(0, key, p, 3_000).catch(() => undefined);

@@ -55,7 +55,9 @@ function skewClock(ms: number): () => void {
     }
   }
   globalThis.Date = SkewedDate as DateConstructor;
-  return () => void (globalThis.Date = RealDate);
+  return () => {
+    globalThis.Date = RealDate;
+  };
 }
 
 let apiKey: string;
@@ -75,7 +77,7 @@ describe("a sweeper whose clock is ahead", () => {
 
       // A sweeper on a host whose clock is REAP_AFTER_MS + 1 s ahead.
       const restore = skewClock(env.REAP_AFTER_MS + 1_000);
-      let swept;
+      let swept: Awaited<ReturnType<typeof reapAbandoned>>;
       try {
         swept = await reapAbandoned();
       } finally {

@@ -82,7 +82,11 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     }
     const observation: Observation = { index, kind: op.kind, client, key, body };
     observations.push(observation);
-    inFlight.push(send(op, observation, stack).catch((e) => void (observation.problem = String(e))));
+    inFlight.push(
+      send(op, observation, stack).catch((e) => {
+        observation.problem = String(e);
+      }),
+    );
   }
   await Promise.all(inFlight);
   await faultLoop;

@@ -75,9 +75,10 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
   switch (lookup.kind) {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
-    case "not_charged":
+    case "not_charged": {
       const writes = completionWrites(held.record, []);
       return { kind: "complete", response: abandonedResponse, writes, finishedBy: "abandoned" };
+    }
     case "unproven":
       log.warn({ ...recordFields(held.record), reason: lookup.reason }, "the gateway cannot tell yet; ask again later");
       return { kind: "unknown" };

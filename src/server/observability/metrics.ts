@@ -143,7 +143,8 @@ function createMetrics() {
 
 const globalForMetrics = globalThis as unknown as { chargesMetrics?: ReturnType<typeof createMetrics> };
 /** One set per process, whichever bundle imports it first. */
-export const metrics = (globalForMetrics.chargesMetrics ??= createMetrics());
+globalForMetrics.chargesMetrics ??= createMetrics();
+export const metrics = globalForMetrics.chargesMetrics;
 
 /** Seconds since `startedAt` (a performance.now() value), for the histograms. */
 export const secondsSince = (startedAt: number) => (performance.now() - startedAt) / 1000;

@@ -102,7 +102,7 @@ function holdKeyed(count: BucketCount) {
   const pending = pendingKeyed.get(id);
   if (pending) pending.keyed += count.keyed;
   else pendingKeyed.set(id, { ...count });
-  flushTimer ??= setTimeout(() => void flushKeyedCounts(), KEYED_FLUSH_INTERVAL_MS).unref();
+  if (flushTimer === undefined) flushTimer = setTimeout(() => void flushKeyedCounts(), KEYED_FLUSH_INTERVAL_MS).unref();
 }
 
 /** Writes the keyed counts held in memory; kept for the next round if the database refuses. */

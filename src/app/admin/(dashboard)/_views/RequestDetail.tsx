@@ -14,7 +14,7 @@ type Detail = RouterOutputs["requests"]["byId"];
 type Entry = Detail["timeline"][number];
 
 /** How each key event reads on the timeline. */
-function describe(e: Entry): {
+function describeEntry(e: Entry): {
   label: string;
   tone: "progress" | "warning" | "ok" | "danger" | "neutral";
   text: string;
@@ -216,7 +216,7 @@ function Loaded({ d }: { d: Detail }) {
         {d.timelineTruncated && <p className="muted text-sm">Showing the latest 200 events.</p>}
         <ol className="space-y-2" data-testid="timeline">
           {d.timeline.map((e) => {
-            const { label, tone, text } = describe(e);
+            const { label, tone, text } = describeEntry(e);
             return (
               <li
                 key={e.id}

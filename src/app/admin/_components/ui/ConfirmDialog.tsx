@@ -28,7 +28,13 @@ export function ConfirmDialog({
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
   return (
-    <Dialog.Root open={open} onOpenChange={(next) => (setOpen(next), next || setReason(""))}>
+    <Dialog.Root
+      open={open}
+      onOpenChange={(next) => {
+        setOpen(next);
+        if (!next) setReason("");
+      }}
+    >
       <Dialog.Trigger asChild>{trigger}</Dialog.Trigger>
       <Dialog.Portal>
         <Dialog.Overlay className="fixed inset-0 bg-slate-900/50" />
