@@ -30,8 +30,8 @@ async function seed(from: number, to: number, expired: boolean) {
     await conn.query(
       `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, request_hash, state, response_status,
          response_body, finished_by, created_at, updated_at, expires_at)
-       SELECT CONCAT('${expired ? "old" : "seed"}-', seq), 'POST /api/charges', ?, REPEAT('0', 64), 'complete', 201, '{}',
-              'request',
+       SELECT CONCAT('${expired ? "old" : "seed"}-', seq), 'POST /api/charges', ?, REPEAT('0', 64), 'complete', 201,
+              '{}', 'request',
               UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ${expired ? "-1" : "1"} DAY
          FROM seq_${start + 1}_to_${end}`,
       [clientId],
@@ -107,7 +107,8 @@ try {
 
   const explain = async (sql: string) => (await conn.query(`EXPLAIN ${sql}`))[0];
   const sweep = await explain(
-    "SELECT id FROM idempotent_requests WHERE state = 'in_progress' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL 5 MINUTE ORDER BY updated_at LIMIT 100",
+    "SELECT id FROM idempotent_requests " +
+      "WHERE state = 'in_progress' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL 5 MINUTE ORDER BY updated_at LIMIT 100",
   );
   const prune = await explain(
     "DELETE FROM idempotent_requests WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT 1000",

@@ -208,7 +208,9 @@ export function progress(what: string, total: number) {
     const now = performance.now();
     if (done < total && now - last < 1_000) return;
     last = now;
-    const line = `${what} ${done.toLocaleString("en")} / ${total.toLocaleString("en")} (${Math.floor((done / total) * 100)} %), ${fmt((now - started) / 1000)} s`;
+    const percent = Math.floor((done / total) * 100);
+    const seconds = fmt((now - started) / 1000);
+    const line = `${what} ${done.toLocaleString("en")} / ${total.toLocaleString("en")} (${percent} %), ${seconds} s`;
     process.stdout.write(process.stdout.isTTY ? `\r${line}${done >= total ? "\n" : ""}` : `${line}\n`);
   };
 }

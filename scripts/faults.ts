@@ -43,8 +43,8 @@ if (!Number.isFinite(durationMs) || durationMs <= 0 || !Number.isFinite(rate) ||
 // A request carried out late is only refused by a gateway that honours Charge-Not-After (the simulator's own).
 const plan = makePlan(seed, durationMs, rate, { lateRequests: (process.env.GATEWAY ?? "sim") === "sim" });
 console.log(
-  `fault run: seed ${seed} (replay with --seed ${seed}), ${plan.operations.length} operations over ${durationMs / 1000} s, ` +
-    `${plan.faults.length} faults`,
+  `fault run: seed ${seed} (replay with --seed ${seed}), ` +
+    `${plan.operations.length} operations over ${durationMs / 1000} s, ${plan.faults.length} faults`,
 );
 
 if (!values["no-build"]) {

@@ -35,7 +35,8 @@ const { disconnectDatabase } = await import("~/server/db");
 const result = await reconcileLedger({ since, until });
 console.log(
   `reconciled ${since.toISOString()} .. ${until.toISOString()}: gateway charges ${result.gatewayCharges}, ` +
-    `app charges ${result.appCharges}, repaired ${result.repaired}, mismatches ${result.findings.length} (run ${result.runId})`,
+    `app charges ${result.appCharges}, repaired ${result.repaired}, ` +
+    `mismatches ${result.findings.length} (run ${result.runId})`,
 );
 for (const f of result.findings) console.log(`  ${f.kind} ${f.subject}: ${JSON.stringify(f.evidence)}`);
 // The repairs' key events (taken over, completed as reconciled) are buffered; write them before exiting.

@@ -58,7 +58,10 @@ const schema = z
      * instances. After it, a retry takes the claim over.
      */
     LEASE_MARGIN_MS: z.coerce.number().int().min(100).default(2_000),
-    /** How long an unfinished record (released, or its holder's lease over) waits for a retry before the sweeper finishes it. */
+    /**
+     * How long an unfinished record (released, or its holder's lease over)
+     * waits for a retry before the sweeper finishes it.
+     */
     REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
     /** How often a sweeper reconciles the ledger with the gateway's charge list (0: never). */

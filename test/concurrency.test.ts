@@ -82,7 +82,7 @@ describe("identical concurrent requests make exactly one charge", () => {
 });
 
 describe("a burst of completions", () => {
-  test("takes at most half the pool, so claims and replays still find a connection; each is recorded once", async () => {
+  test("takes at most half the pool, so claims and replays find a connection; each is recorded once", async () => {
     // 20 operations charge at the gateway, then all complete in the same instant.
     const n = 20;
     let arrived = 0;

@@ -53,7 +53,7 @@ async function blackHoleGateway() {
 }
 
 describe("the app is killed mid-charge", () => {
-  test("charge reached the gateway: a retry after the restart takes the claim over and gets the one charge within the lease + 2 s", async () => {
+  test("charge reached the gateway: a retry after the restart takes over, one charge, within lease + 2 s", async () => {
     let app = await startAppInstance(PORT);
     const key = uniqueKey("crash");
     const body = chargeBody({ card_token: "tok_slow_3000" });

@@ -44,8 +44,8 @@ async function seed() {
     run,
   );
   await db.$executeRawUnsafe(
-    `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code, gateway_charge_id,
-        gateway_idempotency_key, idempotent_request_id, created_at)
+    `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
+        gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
      SELECT CONCAT('ch_x', LEFT(MD5(CONCAT(?, r.id)), 24)), r.api_client_id, r.customer_id, 1000, 'usd',
             IF(r.response_status = 201, 'succeeded', 'failed'), IF(r.response_status = 201, NULL, 'card_declined'),
             CONCAT('gw_x', r.id), CONCAT('explain-', ?, '-', r.id), r.id, r.created_at

@@ -135,7 +135,8 @@ describe("MariaDB restarted while requests are in flight", () => {
       "the leases to end",
       async () => {
         const rows = await query<{ n: bigint }[]>(
-          "SELECT COUNT(*) AS n FROM idempotent_requests WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
+          "SELECT COUNT(*) AS n FROM idempotent_requests " +
+            "WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
         );
         return Number(rows[0]!.n) === 0;
       },

@@ -47,7 +47,7 @@ describe("ledger reconciliation", () => {
     assert.deepEqual(result.findings, []);
   });
 
-  test("a gateway charge whose record was released is repaired: the charge is recorded and the record completed", async () => {
+  test("a gateway charge of a released record is repaired: the charge recorded, the record completed", async () => {
     const key = uniqueKey("repair");
     const body = chargeBody({ card_token: "tok_charge_then_error" }); // charged, then answered 500
     assert.equal((await postCharge({ apiKey, key, body })).status, 503);

@@ -73,7 +73,8 @@ describe("every phase x every kind of request (the decision table)", () => {
   for (const [name, seed] of seeds) {
     for (const which of ["same payload", "other payload", "other client", "expired"] as Case[]) {
       const want = expected(seed, which);
-      test(`${name} + ${which} -> ${want.answer}${want.workRan ? ", work runs" : ""}, record ${want.record}`, async () => {
+      const title = `${name} + ${which} -> ${want.answer}${want.workRan ? ", work runs" : ""}, record ${want.record}`;
+      test(title, async () => {
         const key = uniqueKey("table");
         const seeded = await seedRecord({
           apiClientId: clientId,

@@ -85,7 +85,8 @@ describe("a deadlock inside the completion", () => {
           // last read over 100 ms ago: polled faster, it never changes.
           await new Promise((r) => setTimeout(r, 150));
           const rows: unknown[] = await outside.query(
-            "SELECT trx_id FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'INSERT INTO charges%'",
+            "SELECT trx_id FROM information_schema.innodb_trx " +
+              "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'INSERT INTO charges%'",
           );
           return rows.length > 0;
         },

@@ -75,7 +75,8 @@ describe("OpenAPI document", () => {
       await postCharge({ apiKey, key, body }), // 201
       await postCharge({ apiKey, key, body }), // 201 replay
       await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), // 422
-      await postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) }), // 409 (different customer: 422 would also do)
+      // 409 (different customer: 422 would also do)
+      await postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) }),
       await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) }), // 402
       await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: "tok_error" }) }), // 503
       await postCharge({ apiKey, key: uniqueKey(), body: { amount_cents: 0 } }), // 400

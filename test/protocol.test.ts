@@ -84,7 +84,7 @@ describe("Idempotency-Key as an RFC 9651 structured-field string", () => {
 });
 
 describe("replays", () => {
-  test("carry Idempotent-Replay: true and Stripe's Idempotent-Replayed: true; first answers carry neither", async () => {
+  test("carry Idempotent-Replay: true and Stripe's Idempotent-Replayed: true; first answers neither", async () => {
     const key = uniqueKey();
     const body = chargeBody();
     const first = await postCharge({ apiKey, key, body });

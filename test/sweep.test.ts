@@ -112,7 +112,7 @@ describe("reaping abandoned requests", () => {
       assert.equal((await localCharges(b.customer_id)).length, i % 2 === 0 ? 0 : 1);
   });
 
-  test("a record the lookup cannot prove yet is finished once its window has passed since the last attempt, however often sweeps run", async () => {
+  test("a record the lookup cannot prove yet is finished when its window ends, however often sweeps run", async () => {
     // A lookup that lags (Stripe's search) answers "unproven" for a while after the last attempt. The
     // sweeper's own take-overs must not move that attempt time, or frequent sweeps would never finish it.
     const body = chargeBody();

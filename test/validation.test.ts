@@ -34,7 +34,7 @@ describe("authentication", () => {
 });
 
 describe("a client that hung up before its key was claimed", () => {
-  test("is not worked on: nothing stored, nothing charged; the same call with the client still there charges", async () => {
+  test("is not worked on: nothing stored or charged; the same call with the client still there charges", async () => {
     const gone = { key: uniqueKey("gone"), body: chargeBody() };
     const outcome = await submitCharge({
       apiClientId: clientId,

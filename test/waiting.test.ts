@@ -94,7 +94,7 @@ describe("Prefer: wait", () => {
 });
 
 describe("GET /api/charges?idempotency_key=K", () => {
-  test("in flight -> 409 with its age; complete -> the stored answer as a replay; another client or no key -> 404", async () => {
+  test("in flight -> 409 with its age; complete -> stored answer, replayed; other client, no key -> 404", async () => {
     const key = uniqueKey("settle");
     const body = chargeBody({ card_token: "tok_slow_1500" });
     const first = postCharge({ apiKey, key, body });

@@ -123,7 +123,8 @@ export async function ensureServer(url: string, dataDir: string): Promise<Privat
   if (!["127.0.0.1", "localhost"].includes(u.hostname) || !PrivateMariaDb.available()) {
     throw new Error(
       `Cannot reach MariaDB/MySQL at ${u.host} (DATABASE_URL).\n` +
-        "Start your database server, point DATABASE_URL at one, or install MariaDB (Debian: apt-get install mariadb-server) " +
+        "Start your database server, point DATABASE_URL at one, " +
+        "or install MariaDB (Debian: apt-get install mariadb-server) " +
         "so that a private instance can be started under .data/.",
     );
   }

@@ -57,7 +57,8 @@ export async function applyMigrations(
       }
       const id = randomUUID();
       await conn.query(
-        "INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, UTC_TIMESTAMP(3), 0)",
+        "INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count) " +
+          "VALUES (?, ?, ?, UTC_TIMESTAMP(3), 0)",
         [id, checksum, name],
       );
       try {

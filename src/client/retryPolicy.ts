@@ -17,7 +17,10 @@ export function isRetryable({ status, code, replayed }: Answer): boolean {
   return RETRYABLE_STATUSES_WITHOUT_CODE.includes(status);
 }
 
-/** `Retry-After` in milliseconds from `now`: delay-seconds or an HTTP date (RFC 9110 §10.2.3); 0 if absent or invalid. */
+/**
+ * `Retry-After` in milliseconds from `now`: delay-seconds or an HTTP date
+ * (RFC 9110 §10.2.3); 0 if absent or invalid.
+ */
 export function retryAfterMs(value: string | null, now = Date.now()): number {
   if (!value) return 0;
   const trimmed = value.trim();

@@ -87,7 +87,9 @@ function databaseOptions(url: string): mariadb.PoolConfig {
 /** Columns added after the first release of the simulator, for gateway databases made before them. */
 const LATER_COLUMNS: Record<string, string> = {
   metadata: "ALTER TABLE sim_charges ADD COLUMN metadata JSON NULL",
-  seq: "ALTER TABLE sim_charges ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY sim_charges_seq (seq), ADD KEY sim_charges_created (created_at, seq)",
+  seq:
+    "ALTER TABLE sim_charges ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT, " +
+    "ADD UNIQUE KEY sim_charges_seq (seq), ADD KEY sim_charges_created (created_at, seq)",
 };
 
 async function ensureSchema(url: string) {
@@ -199,8 +201,9 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     // The money moves here, before the (possibly slow) answer: a caller that
     // gives up waiting has still been charged.
     await pool.query(
-      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token, status,
-         decline_code, message, created_at, respond_after, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token,
+         status, decline_code, message, created_at, respond_after, metadata)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         row.id,
         key,

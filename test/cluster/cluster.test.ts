@@ -163,7 +163,7 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
     void since;
   });
 
-  test("the same new key on both instances at once: the claim retries 1213 and ends on the duplicate-key path", async () => {
+  test("one new key on both instances at once: the claim retries 1213 and ends on the duplicate-key path", async () => {
     const since = new Date();
     const before = await conflictsSoFar();
     let rounds = 0;
@@ -224,7 +224,7 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
     await ledgerAddsUp(since);
   });
 
-  test("an app instance killed mid-charge: the other takes the claim over after its lease, one charge each", async () => {
+  test("an instance killed mid-charge: the other takes the claim over after its lease, one charge each", async () => {
     const since = new Date();
     const client = alternatingClient(2_500);
     const payloads = Array.from({ length: 10 }, () => body("tok_slow_1200"));

@@ -62,7 +62,8 @@ describe("a charge that completes while the reconciliation runs", () => {
       await waitFor("the run to wait on the orphan's row", async () => {
         await new Promise((r) => setTimeout(r, 150)); // innodb_trx is refreshed at most every 100 ms
         const rows: unknown[] = await outside.query(
-          "SELECT trx_id FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE idempotent_requests%'",
+          "SELECT trx_id FROM information_schema.innodb_trx " +
+            "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE idempotent_requests%'",
         );
         return rows.length > 0;
       });

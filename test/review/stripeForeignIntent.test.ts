@@ -46,8 +46,8 @@ describe("a PaymentIntent of another integration awaiting capture", {
     await gatewayDb.query(
       `INSERT INTO sim_payment_intents (id, idempotency_key, amount, currency, payment_method, status, latest_charge,
          last_payment_error, metadata, description, created, created_at, searchable_at)
-       VALUES (?, NULL, 5000, 'usd', 'pm_card_visa', 'requires_capture', NULL, NULL, '{"order":"A-17"}', 'manual capture',
-               ?, ?, ?)`,
+       VALUES (?, NULL, 5000, 'usd', 'pm_card_visa', 'requires_capture', NULL, NULL, '{"order":"A-17"}',
+               'manual capture', ?, ?, ?)`,
       [id, Math.floor(now.getTime() / 1000) - 5, new Date(now.getTime() - 5_000), now],
     );
     try {

@@ -86,7 +86,8 @@ describe("a released claim older than the gateway's key lifetime", {
     try {
       console.log(
         `retry answered ${retry.status} ${retry.json?.gateway_charge_id ?? retry.text}; first charge ${first.id}; ` +
-          `gateway charges ${atGateway.map((c) => c.id)}; app charges ${(await localCharges(body.customer_id)).length}; ` +
+          `gateway charges ${atGateway.map((c) => c.id)}; ` +
+          `app charges ${(await localCharges(body.customer_id)).length}; ` +
           `double-charge findings ${doubles.length}`,
       );
       assert.equal(atGateway.length, 1, "one operation, one charge at the gateway");

@@ -123,7 +123,7 @@ describe("Retry-After and Prefer", () => {
 });
 
 describe("createCharge with a scripted server", () => {
-  test("a proxy's 502 and 504, then 201: the same key every time, in the structured form, with Prefer: wait", async () => {
+  test("a proxy's 502 and 504, then 201: the same key each time, in structured form, with Prefer: wait", async () => {
     const script = [
       { status: 502, body: "<html>bad gateway</html>" },
       { status: 504, body: "" },
@@ -278,7 +278,7 @@ describe("findByIdempotencyKey with a scripted server", () => {
 });
 
 describe("a durable operation store", () => {
-  test("the key and body are saved before the first attempt; a restarted client continues the same operation", async () => {
+  test("key and body are saved before the first attempt; a restarted client continues the same operation", async () => {
     const store = new MemoryOperationStore();
     let storedAtFirstAttempt: unknown;
     const lostAnswer = (async () => {

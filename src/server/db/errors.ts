@@ -99,8 +99,20 @@ const UNAVAILABLE_CODES = new Set([
  * prepared node for application use").
  */
 const UNAVAILABLE_ERRNOS = new Set([1040, 1047, 1053, 1927, 2002, 2003, 2006, 2013, 4031]);
-const UNAVAILABLE_MESSAGE =
-  /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?(been )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
+const UNAVAILABLE_MESSAGE = new RegExp(
+  [
+    "pool timeout",
+    "unable to start a transaction",
+    "connection (refused|closed|lost|timeout)",
+    "socket (has )?(unexpectedly )?(been )?closed",
+    "server shutdown",
+    "can't reach database",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "retrieve connection from pool timeout",
+  ].join("|"),
+  "i",
+);
 
 /** The database is down or unreachable (answered as 503), as opposed to a bug (500). */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -279,7 +279,8 @@ export function expireStatement(record: IdempotencyRecord): Statement {
 /** expire, in bulk: the pruner's batch, oldest first along (state, expires_at). */
 export function pruneBatchStatement(batchSize: number): Statement {
   return {
-    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW} ORDER BY expires_at LIMIT ?`,
+    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW}
+          ORDER BY expires_at LIMIT ?`,
     values: [batchSize],
   };
 }

@@ -164,7 +164,8 @@ async function doubleCharges(charges: ListedGatewayCharge[]): Promise<Finding[]>
       const [first, second] = [sorted[i - 1]!, sorted[i]!];
       if (reported.has(second.id) || second.createdAt.getTime() - first.createdAt.getTime() >= ttlMs) continue;
       const firstRecorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: first.idempotencyKey } });
-      if (firstRecorded && firstRecorded.idempotentRequestId === null) continue; // completed and expired: a new operation
+      // Completed and expired: a new operation.
+      if (firstRecorded && firstRecorded.idempotentRequestId === null) continue;
       findings.push({
         kind: "several_gateway_charges_for_one_operation",
         subject: second.id,

@@ -27,7 +27,9 @@ function describeEntry(e: Entry): {
       return {
         label: "409",
         tone: "neutral",
-        text: `A retry arrived while the first was still running: 409 request_in_progress${e.detail ? ` (${e.detail})` : ""}.`,
+        text:
+          "A retry arrived while the first was still running: 409 request_in_progress" +
+          `${e.detail ? ` (${e.detail})` : ""}.`,
       };
     case "replayed":
       return {
@@ -134,8 +136,8 @@ function Loaded({ d }: { d: Detail }) {
             </dd>
             <dt>Retries, replays, reuses</dt>
             <dd data-testid="event-counts">
-              {counts.in_progress ?? 0} × 409 while in flight, {counts.replayed ?? 0} replays, {counts.key_reused ?? 0}{" "}
-              reuse attempts, {counts.taken_over ?? 0} take-overs
+              {`${counts.in_progress ?? 0} × 409 while in flight, ${counts.replayed ?? 0} replays, `}
+              {`${counts.key_reused ?? 0} reuse attempts, ${counts.taken_over ?? 0} take-overs`}
             </dd>
           </dl>
         </section>
