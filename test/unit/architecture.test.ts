@@ -2,9 +2,12 @@
  * Where the rules live, checked: the idempotency module's files import each
  * other without a cycle, only the lifecycle module (and the persistence layer
  * it feeds) writes SQL about idempotency records, and the SDK imports no server
- * code beyond the two shared, import-free files.
+ * code beyond the two shared, import-free files. And no source line is over
+ * 120 characters: Biome's formatter keeps code within that width but cannot
+ * break a string, a comment or a test name, so this is the guard for those.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
@@ -69,4 +72,32 @@ test("the SDK imports no server code but the two shared, import-free files", () 
   for (const shared of ["src/server/http/errorRegistry.ts", "src/server/http/idempotencyProtocol.ts"]) {
     assert.deepEqual(importsOf(read(shared)), [], `${shared} imports nothing`);
   }
+});
+
+const MAX_LINE = 120;
+const SOURCE = ["*.ts", "*.tsx", "*.mts", "*.cts", "*.js", "*.mjs", "*.cjs", "*.css"];
+
+test(`no source line is over ${MAX_LINE} characters`, () => {
+  // Tracked files and new ones not yet added, minus what .gitignore excludes (generated code, builds).
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...SOURCE], {
+    cwd: root,
+    encoding: "utf8",
+  })
+    .split("\0")
+    .filter(Boolean);
+  assert.ok(files.includes("src/server/idempotency/lifecycle.ts"), "git lists the source files");
+  const long: string[] = [];
+  for (const file of new Set(files)) {
+    let text: string;
+    try {
+      text = read(file);
+    } catch {
+      continue; // deleted in the work tree, not yet in the index
+    }
+    text.split("\n").forEach((line, i) => {
+      const length = [...line].length;
+      if (length > MAX_LINE) long.push(`${file}:${i + 1} (${length} characters)`);
+    });
+  }
+  assert.deepEqual(long, [], `lines over ${MAX_LINE} characters; wrap them by hand:\n${long.join("\n")}`);
 });
