@@ -68,14 +68,15 @@ async function seed() {
     return { ...(await findDuplicates()), seedSeconds: 0, charges: await chargeCount() };
   }
   // The bench client is id 1 (startBenchStack made it); 299 more.
-  await conn.query(`INSERT INTO api_clients (name, created_at) SELECT CONCAT('client-', LPAD(seq, 3, '0')), UTC_TIMESTAMP(6)
+  await conn.query(`INSERT INTO api_clients (name, created_at)
+                    SELECT CONCAT('client-', LPAD(seq, 3, '0')), UTC_TIMESTAMP(6)
                       FROM seq_2_to_${CLIENTS}`);
   const msPerRecord = SPAN_MS / RECORDS;
   await chunked("seeding records", RECORDS, (from, to) =>
     conn.query(
-      `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, customer_id, request_hash, request_fields,
-          state, attempt, lease_expires_at, last_attempt_at, response_status, response_body, finished_by, created_at,
-          updated_at, expires_at)
+      `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, customer_id, request_hash,
+          request_fields, state, attempt, lease_expires_at, last_attempt_at, response_status, response_body,
+          finished_by, created_at, updated_at, expires_at)
        SELECT IF(seq % 10 = 9, NULL, MD5(seq)), 'POST /api/charges', 1 + IF(seq % 10 < 3, 0, seq % ${CLIENTS}),
               IF(seq % 500 = 0, 'cus_big', CONCAT('cus_', seq % 200000)), REPEAT('0', 64),
               '{"amount_cents":1000,"currency":"usd"}',
@@ -83,9 +84,11 @@ async function seed() {
               IF(seq > ${RECORDS - 300} AND seq % 2 = 0, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE, NULL), t,
               IF(seq > ${RECORDS - 300}, NULL, IF(seq % 200 = 1, 500, IF(seq % 20 = 3, 402, 201))),
               IF(seq > ${RECORDS - 300}, NULL, '{}'),
-              IF(seq > ${RECORDS - 300}, NULL, IF(seq % 200 = 1, 'abandoned', IF(seq % 200 = 2, 'reconciled', 'request'))),
+              IF(seq > ${RECORDS - 300}, NULL,
+                 IF(seq % 200 = 1, 'abandoned', IF(seq % 200 = 2, 'reconciled', 'request'))),
               t, t, t + INTERVAL 1 DAY
-         FROM (SELECT seq, UTC_TIMESTAMP(6) - INTERVAL ROUND((${RECORDS} - seq) * ${msPerRecord}) * 1000 MICROSECOND AS t
+         FROM (SELECT seq,
+                      UTC_TIMESTAMP(6) - INTERVAL ROUND((${RECORDS} - seq) * ${msPerRecord}) * 1000 MICROSECOND AS t
                  FROM seq_${from + 1}_to_${to}) s`,
     ),
   );
@@ -96,7 +99,8 @@ async function seed() {
       `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
           gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
        SELECT CONCAT('ch_', LEFT(MD5(CONCAT('c', r.id)), 24)), r.api_client_id, r.customer_id, 1000 + (r.id % 7) * 100,
-              'usd', IF(r.response_status = 402, 'failed', 'succeeded'), IF(r.response_status = 402, 'card_declined', NULL),
+              'usd', IF(r.response_status = 402, 'failed', 'succeeded'),
+              IF(r.response_status = 402, 'card_declined', NULL),
               CONCAT('gw_', r.id), CONCAT('gk_', r.id), r.id, r.created_at
          FROM idempotent_requests r
         WHERE r.id > ${from} AND r.id <= ${to} AND r.id % 5 < 2 AND r.response_status IN (201, 402)`,
@@ -106,9 +110,9 @@ async function seed() {
   await conn.query(
     `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, gateway_charge_id,
         gateway_idempotency_key, idempotent_request_id, created_at)
-     SELECT CONCAT('ch_d', LEFT(MD5(CONCAT('d', c.id)), 24)), c.api_client_id, c.customer_id, c.amount_cents, c.currency,
-            'succeeded', CONCAT('gwd_', c.idempotent_request_id), CONCAT('gkd_', c.idempotent_request_id), NULL,
-            c.created_at + INTERVAL 90 SECOND
+     SELECT CONCAT('ch_d', LEFT(MD5(CONCAT('d', c.id)), 24)), c.api_client_id, c.customer_id, c.amount_cents,
+            c.currency, 'succeeded', CONCAT('gwd_', c.idempotent_request_id), CONCAT('gkd_', c.idempotent_request_id),
+            NULL, c.created_at + INTERVAL 90 SECOND
        FROM charges c WHERE c.status = 'succeeded' AND c.idempotent_request_id % 1000 = 0`,
   );
   await chunked("seeding key reuses (1 in 50 records)", maxId, (from, to) =>
@@ -124,14 +128,15 @@ async function seed() {
   const withEvents = Math.floor(RECORDS / 10);
   await chunked("seeding key events (claim and completion of the newest 10 %)", withEvents, (from, to) =>
     conn.query(
-      `INSERT INTO idempotency_events (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail,
-          instance)
+      `INSERT INTO idempotency_events (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt,
+          detail, instance)
        SELECT r.created_at, 'claimed', r.id, r.idempotency_key, r.route, r.api_client_id, 1, NULL, 'bench:1'
          FROM idempotent_requests r WHERE r.id > ${RECORDS - to} AND r.id <= ${RECORDS - from}
        UNION ALL
-       SELECT r.created_at + INTERVAL 200000 MICROSECOND, 'completed', r.id, r.idempotency_key, r.route, r.api_client_id, 1,
-              'request 201', 'bench:1'
-         FROM idempotent_requests r WHERE r.id > ${RECORDS - to} AND r.id <= ${RECORDS - from} AND r.state = 'complete'`,
+       SELECT r.created_at + INTERVAL 200000 MICROSECOND, 'completed', r.id, r.idempotency_key, r.route,
+              r.api_client_id, 1, 'request 201', 'bench:1'
+         FROM idempotent_requests r
+        WHERE r.id > ${RECORDS - to} AND r.id <= ${RECORDS - from} AND r.state = 'complete'`,
     ),
   );
   // 30 days of hourly counts per client; one client in ten still sends keyless requests; some hours are silent.
@@ -140,7 +145,8 @@ async function seed() {
      SELECT c.seq, h.bucket, 200 + (c.seq * h.seq) % 100, IF(c.seq % 10 = 0, (c.seq + h.seq) % 7, 0), 0,
             IF(c.seq % 10 = 0 AND (c.seq + h.seq) % 7 > 0, h.bucket + INTERVAL 30 MINUTE, NULL)
        FROM seq_1_to_${CLIENTS} c
-       JOIN (SELECT seq, CAST(DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL seq HOUR, '%Y-%m-%d %H:00:00') AS DATETIME) AS bucket
+       JOIN (SELECT seq,
+                    CAST(DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL seq HOUR, '%Y-%m-%d %H:00:00') AS DATETIME) AS bucket
                FROM seq_0_to_720) h
       WHERE (c.seq + h.seq) % 97 <> 0`,
   );

@@ -15,7 +15,10 @@ const EXPIRED = Number(process.env.BENCH_EXPIRED ?? 1_000_000);
 const CHUNK = 250_000;
 
 const stack = await startBenchStack();
-const conn = await mariadb.createConnection({ ...connectionOptions(stack.databaseUrl, true), multipleStatements: true });
+const conn = await mariadb.createConnection({
+  ...connectionOptions(stack.databaseUrl, true),
+  multipleStatements: true,
+});
 const [{ id: clientId }] = await conn.query("SELECT id FROM api_clients LIMIT 1");
 
 /** Adds rows with INSERT ... SELECT from MariaDB's sequence engine, in chunks. */
@@ -27,8 +30,8 @@ async function seed(from: number, to: number, expired: boolean) {
     await conn.query(
       `INSERT INTO idempotent_requests (idempotency_key, route, api_client_id, request_hash, state, response_status,
          response_body, finished_by, created_at, updated_at, expires_at)
-       SELECT CONCAT('${expired ? "old" : "seed"}-', seq), 'POST /api/charges', ?, REPEAT('0', 64), 'complete', 201, '{}',
-              'request',
+       SELECT CONCAT('${expired ? "old" : "seed"}-', seq), 'POST /api/charges', ?, REPEAT('0', 64), 'complete', 201,
+              '{}', 'request',
               UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ${expired ? "-1" : "1"} DAY
          FROM seq_${start + 1}_to_${end}`,
       [clientId],
@@ -44,7 +47,11 @@ let baselineInsertP99 = 0;
 try {
   await fetch(`${stack.url}/api/charges`, {
     method: "POST",
-    headers: { Authorization: `Bearer ${stack.apiKey}`, "Content-Type": "application/json", "Idempotency-Key": "growth-replay" },
+    headers: {
+      Authorization: `Bearer ${stack.apiKey}`,
+      "Content-Type": "application/json",
+      "Idempotency-Key": "growth-replay",
+    },
     body: inserts().body,
   });
   await load({ url: stack.url, duration: 3, requests: [inserts()] });
@@ -54,7 +61,11 @@ try {
     seeded = size;
     const seedSeconds = (performance.now() - t0) / 1000;
     const insert = await load({ url: stack.url, duration: 10, requests: [inserts()] });
-    const replay = await load({ url: stack.url, duration: 10, requests: [chargeRequest(stack.apiKey, { key: () => "growth-replay" })] });
+    const replay = await load({
+      url: stack.url,
+      duration: 10,
+      requests: [chargeRequest(stack.apiKey, { key: () => "growth-replay" })],
+    });
     baselineInsertP99 ||= insert.p99;
     rows.push({
       records: size,
@@ -81,14 +92,27 @@ try {
   const pruned = await pruning;
   table(`Prune of ${EXPIRED} expired rows (batches of ${env.PRUNE_BATCH_SIZE}) while keyed inserts run`, [
     { phase: "before prune (20 s)", "insert req/s": fmt(before.rps), "insert p99 ms": before.p99 },
-    { phase: `during prune (all ${fmt(pruned.seconds)} s of it)`, "insert req/s": fmt(during.rps), "insert p99 ms": during.p99 },
-    { phase: "during / before", "insert req/s": fmt(during.rps / before.rps, 2), "insert p99 ms": fmt(during.p99 / before.p99, 2) },
+    {
+      phase: `during prune (all ${fmt(pruned.seconds)} s of it)`,
+      "insert req/s": fmt(during.rps),
+      "insert p99 ms": during.p99,
+    },
+    {
+      phase: "during / before",
+      "insert req/s": fmt(during.rps / before.rps, 2),
+      "insert p99 ms": fmt(during.p99 / before.p99, 2),
+    },
     { phase: `pruned ${pruned.n} rows in ${fmt(pruned.seconds)} s`, "insert req/s": "", "insert p99 ms": "" },
   ]);
 
   const explain = async (sql: string) => (await conn.query(`EXPLAIN ${sql}`))[0];
-  const sweep = await explain("SELECT id FROM idempotent_requests WHERE state = 'in_progress' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL 5 MINUTE ORDER BY updated_at LIMIT 100");
-  const prune = await explain("DELETE FROM idempotent_requests WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT 1000");
+  const sweep = await explain(
+    "SELECT id FROM idempotent_requests " +
+      "WHERE state = 'in_progress' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL 5 MINUTE ORDER BY updated_at LIMIT 100",
+  );
+  const prune = await explain(
+    "DELETE FROM idempotent_requests WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT 1000",
+  );
   table(`EXPLAIN at ${seeded} records`, [
     { query: "sweep", key: sweep.key, type: sweep.type, rows: Number(sweep.rows) },
     { query: "prune", key: prune.key, type: prune.type, rows: Number(prune.rows) },

@@ -81,9 +81,14 @@ export type Load = { rps: number; p50: number; p99: number; errors: number; non2
  * A bounded autocannon run against loopback: `duration` seconds (default 8),
  * or until `until` settles (at most 10 minutes).
  */
-export async function load({ until, ...opts }: autocannon.Options & { url: string; until?: Promise<unknown> }): Promise<Load> {
+export async function load({
+  until,
+  ...opts
+}: autocannon.Options & { url: string; until?: Promise<unknown> }): Promise<Load> {
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({ connections: 20, duration: until ? 600 : 8, ...opts }, (error, res) => (error ? reject(error) : resolve(res)));
+    const instance = autocannon({ connections: 20, duration: until ? 600 : 8, ...opts }, (error, res) =>
+      error ? reject(error) : resolve(res),
+    );
     void until?.finally(() => instance.stop());
   });
   return {
@@ -101,18 +106,27 @@ export async function load({ until, ...opts }: autocannon.Options & { url: strin
  * from /proc: what a request costs the app itself, whatever else the machine runs.
  */
 export function cpuMs(pid: number): number {
-  const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const fields = readFileSync(`/proc/${d}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
-      return [{ pid: Number(d), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }];
-    } catch {
-      return [];
-    }
-  });
+  const stats = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const fields = readFileSync(`/proc/${d}/stat`, "utf8")
+          .replace(/^.*\) /, "")
+          .split(" ");
+        return [{ pid: Number(d), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }];
+      } catch {
+        return [];
+      }
+    });
   const tree = new Set([pid]);
   for (let grew = true; grew; ) {
     grew = false;
-    for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) (tree.add(s.pid), (grew = true));
+    for (const s of stats) {
+      if (!tree.has(s.pid) && tree.has(s.ppid)) {
+        tree.add(s.pid);
+        grew = true;
+      }
+    }
   }
   return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
 }
@@ -121,7 +135,11 @@ const CLOCK_TICKS = 100;
 /** What one run of an interleaved comparison loads: a URL and its requests; `pid`: whose CPU to measure. */
 export type LoadSpec = { url: string; requests?: autocannon.Request[]; pid?: number };
 export type Interleaved = {
-  rps: number; p50: number; p99: number; failures: number; slices: number[];
+  rps: number;
+  p50: number;
+  p99: number;
+  failures: number;
+  slices: number[];
   /** CPU ms the measured process spent per request answered (when a pid was given). */
   cpuMsPerRequest?: number;
 };
@@ -170,7 +188,8 @@ export function chargeRequest(apiKey: string, opts: { key?: () => string; body?:
     path: "/api/charges",
     headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
     body,
-    setupRequest: (req: autocannon.Request) => (opts.key ? { ...req, headers: { ...req.headers, "Idempotency-Key": opts.key() } } : req),
+    setupRequest: (req: autocannon.Request) =>
+      opts.key ? { ...req, headers: { ...req.headers, "Idempotency-Key": opts.key() } } : req,
   };
 }
 
@@ -189,7 +208,9 @@ export function progress(what: string, total: number) {
     const now = performance.now();
     if (done < total && now - last < 1_000) return;
     last = now;
-    const line = `${what} ${done.toLocaleString("en")} / ${total.toLocaleString("en")} (${Math.floor((done / total) * 100)} %), ${fmt((now - started) / 1000)} s`;
+    const percent = Math.floor((done / total) * 100);
+    const seconds = fmt((now - started) / 1000);
+    const line = `${what} ${done.toLocaleString("en")} / ${total.toLocaleString("en")} (${percent} %), ${seconds} s`;
     process.stdout.write(process.stdout.isTTY ? `\r${line}${done >= total ? "\n" : ""}` : `${line}\n`);
   };
 }

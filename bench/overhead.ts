@@ -17,7 +17,11 @@ try {
     keyless: { url: stack.url, requests: [chargeRequest(stack.apiKey)], pid: stack.pid },
   });
   const row = (run: string, x: Interleaved) => ({
-    run, "req/s": fmt(x.rps), "p50 ms": x.p50, "p99 ms": x.p99, "failures": x.failures,
+    run,
+    "req/s": fmt(x.rps),
+    "p50 ms": x.p50,
+    "p99 ms": x.p99,
+    failures: x.failures,
     "app CPU ms / request": fmt(x.cpuMsPerRequest ?? 0, 2),
     "req/s per slice": x.slices.map((s) => fmt(s, 0)).join(" "),
   });
@@ -27,10 +31,18 @@ try {
     row("keyless (counted, recorded)", r.keyless),
   ]);
   table("Ratios", [
-    { ratio: "keyed / layer off", "req/s": fmt(r.keyed.rps / r.off.rps, 2), target: 0.9,
-      "app CPU per request": fmt(r.keyed.cpuMsPerRequest! / r.off.cpuMsPerRequest!, 2) },
-    { ratio: "keyless / keyed", "req/s": fmt(r.keyless.rps / r.keyed.rps, 2), target: 0.95,
-      "app CPU per request": fmt(r.keyless.cpuMsPerRequest! / r.keyed.cpuMsPerRequest!, 2) },
+    {
+      ratio: "keyed / layer off",
+      "req/s": fmt(r.keyed.rps / r.off.rps, 2),
+      target: 0.9,
+      "app CPU per request": fmt(r.keyed.cpuMsPerRequest! / r.off.cpuMsPerRequest!, 2),
+    },
+    {
+      ratio: "keyless / keyed",
+      "req/s": fmt(r.keyless.rps / r.keyed.rps, 2),
+      target: 0.95,
+      "app CPU per request": fmt(r.keyless.cpuMsPerRequest! / r.keyed.cpuMsPerRequest!, 2),
+    },
   ]);
   if (r.off.failures + r.keyed.failures + r.keyless.failures > 0) process.exitCode = 1;
 } finally {

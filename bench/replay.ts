@@ -16,9 +16,15 @@ const pool = mariadb.createPool({ ...connectionOptions(stack.databaseUrl, true),
 const floor = createServer((req, res) => {
   const key = String(req.headers["idempotency-key"]);
   pool
-    .query("SELECT response_status, response_body FROM idempotent_requests WHERE idempotency_key = ? AND route = ?", [key, "POST /api/charges"])
+    .query("SELECT response_status, response_body FROM idempotent_requests WHERE idempotency_key = ? AND route = ?", [
+      key,
+      "POST /api/charges",
+    ])
     .then((rows) => {
-      res.writeHead(rows[0]?.response_status ?? 404, { "Content-Type": "application/json", "Idempotent-Replay": "true" });
+      res.writeHead(rows[0]?.response_status ?? 404, {
+        "Content-Type": "application/json",
+        "Idempotent-Replay": "true",
+      });
       res.end(rows[0]?.response_body ?? "{}");
     })
     .catch(() => res.writeHead(503).end());
@@ -27,7 +33,11 @@ await new Promise<void>((r) => floor.listen(BENCH_PORTS.floor, "127.0.0.1", r));
 try {
   const first = await fetch(`${stack.url}/api/charges`, {
     method: "POST",
-    headers: { Authorization: `Bearer ${stack.apiKey}`, "Content-Type": "application/json", "Idempotency-Key": "replay-me" },
+    headers: {
+      Authorization: `Bearer ${stack.apiKey}`,
+      "Content-Type": "application/json",
+      "Idempotency-Key": "replay-me",
+    },
     body: chargeRequest(stack.apiKey).body,
   });
   if (first.status !== 201) throw new Error(`set-up charge failed: ${first.status}`);
@@ -53,7 +63,11 @@ try {
     oneQuery: { url: `${stack.url}/api/health`, pid: stack.pid },
   });
   const row = (server: string, x: Interleaved) => ({
-    server, "req/s": fmt(x.rps), "p50 ms": x.p50, "p99 ms": x.p99, "vs floor": fmt(x.rps / r.floor.rps, 3),
+    server,
+    "req/s": fmt(x.rps),
+    "p50 ms": x.p50,
+    "p99 ms": x.p99,
+    "vs floor": fmt(x.rps / r.floor.rps, 3),
     "app CPU ms / request": x.cpuMsPerRequest === undefined ? "" : fmt(x.cpuMsPerRequest, 2),
   });
   table("Replays of one finished request (20 connections, 6 slices of 3 s each, interleaved)", [
@@ -64,8 +78,11 @@ try {
     row("reference: Next.js + one Prisma query (GET /api/health)", r.oneQuery),
   ]);
   table("Ratios", [
-    { ratio: "replay through the database / Next.js + one query", value: fmt(r.database.rps / r.oneQuery.rps, 2),
-      target: 0.8 },
+    {
+      ratio: "replay through the database / Next.js + one query",
+      value: fmt(r.database.rps / r.oneQuery.rps, 2),
+      target: 0.8,
+    },
     { ratio: "replay from memory / Next.js without database", value: fmt(r.memory.rps / r.framework.rps, 2) },
     { ratio: "replay through the database / floor", value: fmt(r.database.rps / r.floor.rps, 3) },
   ]);

@@ -86,7 +86,9 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
   const results = await Promise.all(
     Array.from({ length: OPERATIONS }, async (_, i) => {
       await new Promise((r) => setTimeout(r, (i * rampMs) / OPERATIONS));
-      return sdk.createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` }).finally(() => unresolved--);
+      return sdk
+        .createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` })
+        .finally(() => unresolved--);
     }),
   );
   const end = Date.now();
@@ -130,7 +132,8 @@ function poolUse(pool: PoolUsage, from: number, to: number) {
   };
 }
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 /**
  * The server loads each route on first use and V8 optimises as it goes: without
@@ -140,7 +143,14 @@ async function warmUp() {
   const sdk = new ChargesClient({ baseUrl: stack.url, apiKey: stack.apiKey });
   for (let batch = 0; batch < 5; batch++) {
     await Promise.all(
-      Array.from({ length: 10 }, (_, i) => sdk.createCharge({ amount_cents: 100, currency: "usd", card_token: "tok_visa", customer_id: `cus_warmup_${batch}_${i}` })),
+      Array.from({ length: 10 }, (_, i) =>
+        sdk.createCharge({
+          amount_cents: 100,
+          currency: "usd",
+          card_token: "tok_visa",
+          customer_id: `cus_warmup_${batch}_${i}`,
+        }),
+      ),
     );
   }
 }
@@ -166,8 +176,10 @@ try {
   type Round = Awaited<ReturnType<typeof storm>>;
   const each = (f: (r: Round) => string | number) => Object.values(rounds).map(f).join(" / ");
   /** A quantile of the round's 409 latencies, scaled by `per`; n/a when it had none. */
-  const conflictLatency = (q: number, per = 1, digits?: number) => (r: Round) =>
-    r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, q) / per, digits) : "n/a";
+  const conflictLatency =
+    (q: number, per = 1, digits?: number) =>
+    (r: Round) =>
+      r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, q) / per, digits) : "n/a";
   const title =
     `Slow gateway storm (GATEWAY=${stack.gateway}): ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, ` +
     `client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`;

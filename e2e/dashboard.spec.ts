@@ -254,7 +254,7 @@ test("an engineer enforces one client with a reason, then the global mode", asyn
   expect(violations).toEqual([]);
 });
 
-test("every page: no serious accessibility violation, no sideways scroll at 390 px, screenshots at 1440 and 390 px", async ({
+test("every page: no serious a11y violation, no sideways scroll at 390 px, screenshots at 1440 and 390 px", async ({
   page,
   request,
 }) => {

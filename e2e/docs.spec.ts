@@ -4,7 +4,10 @@ import { API_ERROR_CODES, API_ERRORS } from "../src/server/http/errorRegistry";
 const apiKey = process.env.TEST_API_KEY!;
 const documented = API_ERROR_CODES.filter((code) => code !== "client_closed_request");
 
-test("/docs renders the API reference with every error code and what to do, loading nothing from elsewhere", async ({ page, baseURL }) => {
+test("/docs renders the API reference with every error code and what to do, loading nothing from elsewhere", async ({
+  page,
+  baseURL,
+}) => {
   const foreign: string[] = [];
   page.on("requestfailed", (r) => {
     // Blocked by the page's own CSP: never sent.

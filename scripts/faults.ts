@@ -34,14 +34,18 @@ const durationMs = Number(values.duration) * 1000;
 const rate = Number(values.rate);
 const seed = values.seed === undefined ? randomInt(2 ** 31) : Number(values.seed);
 if (!Number.isFinite(durationMs) || durationMs <= 0 || !Number.isFinite(rate) || rate <= 0 || !Number.isInteger(seed)) {
-  console.error("usage: npm run test:faults -- [--duration <seconds>] [--rate <ops/s>] [--seed <integer>] [--no-build]");
+  console.error(
+    "usage: npm run test:faults -- [--duration <seconds>] [--rate <ops/s>] [--seed <integer>] [--no-build]",
+  );
   process.exit(2);
 }
 
 // A request carried out late is only refused by a gateway that honours Charge-Not-After (the simulator's own).
 const plan = makePlan(seed, durationMs, rate, { lateRequests: (process.env.GATEWAY ?? "sim") === "sim" });
-console.log(`fault run: seed ${seed} (replay with --seed ${seed}), ${plan.operations.length} operations over ${durationMs / 1000} s, ` +
-  `${plan.faults.length} faults`);
+console.log(
+  `fault run: seed ${seed} (replay with --seed ${seed}), ` +
+    `${plan.operations.length} operations over ${durationMs / 1000} s, ${plan.faults.length} faults`,
+);
 
 if (!values["no-build"]) {
   // The build reads the environment (a throwaway session secret is enough: the run's apps get their own).
@@ -60,7 +64,9 @@ try {
   const { runSweep } = await import("~/server/sweep/runSweep");
   const { disconnectDatabase } = await import("~/server/db");
   const { recordsInProgress } = await import("~/server/idempotency");
-  await new Promise((r) => setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500));
+  await new Promise((r) =>
+    setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500),
+  );
   for (let round = 0; round < 5 && (await recordsInProgress()).length > 0; round++) {
     await runSweep({ reapAfterMs: 0, reconcile: false });
   }
@@ -70,7 +76,9 @@ try {
   const byStatus: Record<string, number> = {};
   const byKind: Record<string, number> = {};
   for (const o of result.observations) {
-    const label = o.status ? `${o.status}${o.code ? ` ${o.code}` : ""}${o.replayed ? " (replay)" : ""}` : (o.problem ?? "no answer");
+    const label = o.status
+      ? `${o.status}${o.code ? ` ${o.code}` : ""}${o.replayed ? " (replay)" : ""}`
+      : (o.problem ?? "no answer");
     byStatus[label] = (byStatus[label] ?? 0) + 1;
     byKind[o.kind] = (byKind[o.kind] ?? 0) + 1;
   }
@@ -78,8 +86,10 @@ try {
   console.log(`operations ${result.observations.length}: ${JSON.stringify(byKind)}`);
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
-  console.log(`ledger: gateway charges ${verdict.report.gatewayCharges}, app charges ${verdict.report.appCharges}, ` +
-    `repaired by the closing reconciliation ${verdict.report.repaired}`);
+  console.log(
+    `ledger: gateway charges ${verdict.report.gatewayCharges}, app charges ${verdict.report.appCharges}, ` +
+      `repaired by the closing reconciliation ${verdict.report.repaired}`,
+  );
   console.log(`violations: ${verdict.violations.length}`);
   for (const v of verdict.violations.slice(0, 50)) console.log(`  ${v}`);
   if (verdict.violations.length > 0) console.log(`logs of the run's services: ${stack.logs}`);

@@ -13,9 +13,13 @@ const { values } = parseArgs({ options: { since: { type: "string" }, until: { ty
 
 function parseTime(value: string, name: string): Date {
   const age = /^(\d+)(m|h|d)$/.exec(value);
-  if (age) return new Date(Date.now() - Number(age[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as "m" | "h" | "d"]);
+  if (age)
+    return new Date(
+      Date.now() - Number(age[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2] as "m" | "h" | "d"],
+    );
   const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw new Error(`--${name} must be an ISO time or an age such as 6h (got ${value})`);
+  if (Number.isNaN(date.getTime()))
+    throw new Error(`--${name} must be an ISO time or an age such as 6h (got ${value})`);
   return date;
 }
 
@@ -31,7 +35,8 @@ const { disconnectDatabase } = await import("~/server/db");
 const result = await reconcileLedger({ since, until });
 console.log(
   `reconciled ${since.toISOString()} .. ${until.toISOString()}: gateway charges ${result.gatewayCharges}, ` +
-    `app charges ${result.appCharges}, repaired ${result.repaired}, mismatches ${result.findings.length} (run ${result.runId})`,
+    `app charges ${result.appCharges}, repaired ${result.repaired}, ` +
+    `mismatches ${result.findings.length} (run ${result.runId})`,
 );
 for (const f of result.findings) console.log(`  ${f.kind} ${f.subject}: ${JSON.stringify(f.evidence)}`);
 // The repairs' key events (taken over, completed as reconciled) are buffered; write them before exiting.

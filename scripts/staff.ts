@@ -31,9 +31,7 @@ await runCli(USAGE, options, {
     const { listStaff } = await import("~/server/staff/manage");
     for (const u of await listStaff()) {
       const status = u.disabledAt ? "disabled" : "active";
-      console.log(
-        `#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status}`,
-      );
+      console.log(`#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status}`);
     }
   },
   async create(values) {

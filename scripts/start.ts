@@ -37,7 +37,8 @@ const stopAll = async () => {
   for (const service of services.reverse()) await service.stop();
   await privateDb?.stop();
 };
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void stopAll().then(() => process.exit(0)));
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.on(signal, () => void stopAll().then(() => process.exit(0)));
 
 try {
   services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl }));
@@ -57,7 +58,8 @@ Charges is running.
   npm run clients -- create --name "First client" --email ops@client.example
 
 Ctrl-C stops everything.`);
-  } else console.log(`Demo API key (shown once; rotated on every start):
+  } else
+    console.log(`Demo API key (shown once; rotated on every start):
   ${demo.apiKey}
 
 Try it:

@@ -50,7 +50,10 @@ const appDatabaseUrl = await provisionAppUser(config.databaseUrl);
 const appEnv = { ...config.env, DATABASE_URL: appDatabaseUrl };
 
 // Known staff passwords and a demo API key for the browser tests.
-Object.assign(process.env, config.env, { DEMO_SUPPORT_PASSWORD: "support-test-password", DEMO_ENGINEER_PASSWORD: "engineer-test-password" });
+Object.assign(process.env, config.env, {
+  DEMO_SUPPORT_PASSWORD: "support-test-password",
+  DEMO_ENGINEER_PASSWORD: "engineer-test-password",
+});
 const { seedDemo } = await import("./lib/seed");
 const demo = await seedDemo();
 
@@ -98,15 +101,21 @@ try {
   const files = [...testFiles("test"), ...testFiles("test/review")];
   if (runNodeTests && files.length > 0) {
     // One file at a time: the fault tests kill and restart servers.
-    await run(process.execPath, [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files], testEnv).catch((e) =>
-      failures.push(String(e)),
-    );
+    await run(
+      process.execPath,
+      [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files],
+      testEnv,
+    ).catch((e) => failures.push(String(e)));
   }
   if (runFaults) {
     // Its own stack (private MariaDB, gateway, two app instances, sweeper); prints the seed that replays it.
-    await run(bin("tsx"), [...SERVER_CODE_FLAGS, "scripts/faults.ts", "--duration", FAULT_RUN_SECONDS, "--no-build"]).catch((e) =>
-      failures.push(String(e)),
-    );
+    await run(bin("tsx"), [
+      ...SERVER_CODE_FLAGS,
+      "scripts/faults.ts",
+      "--duration",
+      FAULT_RUN_SECONDS,
+      "--no-build",
+    ]).catch((e) => failures.push(String(e)));
   }
   if (runBrowserTests) {
     await run("playwright", ["test"], testEnv).catch((e) => failures.push(String(e)));

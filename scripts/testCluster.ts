@@ -20,15 +20,30 @@ if (missing) {
 }
 if (!process.argv.includes("--no-build")) {
   // The build evaluates the server's environment; its secret is not kept (each instance gets its own).
-  await run("next", ["build"], { NODE_ENV: "production", SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex") });
+  await run("next", ["build"], {
+    NODE_ENV: "production",
+    SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+  });
 }
 
 const started = Date.now();
-const files = readdirSync(path.join(root, "test/cluster")).filter((f) => f.endsWith(".test.ts")).map((f) => `test/cluster/${f}`);
+const files = readdirSync(path.join(root, "test/cluster"))
+  .filter((f) => f.endsWith(".test.ts"))
+  .map((f) => `test/cluster/${f}`);
 try {
-  await run(process.execPath, [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files]);
+  await run(process.execPath, [
+    ...SERVER_CODE_FLAGS,
+    "--import",
+    "tsx",
+    "--test",
+    "--test-concurrency=1",
+    "--test-reporter=spec",
+    ...files,
+  ]);
   console.log(`\ncluster test passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (error) {
-  console.error(`\ncluster test FAILED after ${Math.round((Date.now() - started) / 1000)} s: ${(error as Error).message}`);
+  console.error(
+    `\ncluster test FAILED after ${Math.round((Date.now() - started) / 1000)} s: ${(error as Error).message}`,
+  );
   process.exit(1);
 }

@@ -1,7 +1,10 @@
 import { z } from "zod";
 import { sessionSecretProblem } from "~/server/auth/sessionSecret";
 
-const flag = z.enum(["true", "false"]).default("false").transform((v) => v === "true");
+const flag = z
+  .enum(["true", "false"])
+  .default("false")
+  .transform((v) => v === "true");
 import { parseMysqlUrl } from "~/lib/mysqlUrl";
 
 const parses = (url: string) => {
@@ -42,7 +45,11 @@ const schema = z
      * GATEWAY=stripe: how long after a charge's last attempt a search that finds nothing still proves
      * nothing (Stripe's search lags behind writes: under a minute normally, longer in an outage).
      */
-    STRIPE_SEARCH_CONSISTENCY_MS: z.coerce.number().int().min(0).default(60 * 60_000),
+    STRIPE_SEARCH_CONSISTENCY_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(60 * 60_000),
     /** How long one gateway call may take before its outcome is treated as unknown. */
     GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
     /**
@@ -51,11 +58,18 @@ const schema = z
      * instances. After it, a retry takes the claim over.
      */
     LEASE_MARGIN_MS: z.coerce.number().int().min(100).default(2_000),
-    /** How long an unfinished record (released, or its holder's lease over) waits for a retry before the sweeper finishes it. */
+    /**
+     * How long an unfinished record (released, or its holder's lease over)
+     * waits for a retry before the sweeper finishes it.
+     */
     REAP_AFTER_MS: z.coerce.number().int().min(1_000).default(60_000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
     /** How often a sweeper reconciles the ledger with the gateway's charge list (0: never). */
-    RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(10 * 60_000),
+    RECONCILE_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(10 * 60_000),
     PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
     IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
     /** Largest accepted request body, in bytes. */
@@ -81,9 +95,19 @@ const schema = z
         if (problem) ctx.addIssue({ code: "custom", message: problem });
       }),
     /** A session ends after this long without a request... */
-    STAFF_SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(24 * 60).default(30),
+    STAFF_SESSION_IDLE_MINUTES: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 60)
+      .default(30),
     /** ...and this long after sign-in, however active. */
-    STAFF_SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(7 * 24).default(8),
+    STAFF_SESSION_MAX_HOURS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24)
+      .default(8),
     /** Engineers must sign in with a TOTP code to use engineer-only actions. */
     STAFF_REQUIRE_2FA: flag,
     /**
@@ -99,7 +123,10 @@ const schema = z
      * Benchmarks only: POST /api/charges without the idempotency layer (no record, a new gateway key per
      * request, so every retry charges again), the baseline bench/overhead.ts measures the layer against.
      */
-    BENCHMARK_SKIP_IDEMPOTENCY: z.enum(["0", "1"]).default("0").transform((v) => v === "1"),
+    BENCHMARK_SKIP_IDEMPOTENCY: z
+      .enum(["0", "1"])
+      .default("0")
+      .transform((v) => v === "1"),
   })
   .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],

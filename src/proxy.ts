@@ -23,7 +23,10 @@ export async function proxy(request: NextRequest) {
   if (request.nextUrl.pathname.startsWith("/api/")) {
     // A charge id that is not valid percent-encoding names no charge: the API's 404, in its error format.
     if (isDecodable(request.nextUrl.pathname)) return NextResponse.next();
-    return presentError(request, errorResponse("not_found", { message: "No such charge: the id is not valid percent-encoding." }));
+    return presentError(
+      request,
+      errorResponse("not_found", { message: "No such charge: the id is not valid percent-encoding." }),
+    );
   }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
   const https = request.nextUrl.protocol === "https:" || request.headers.get("x-forwarded-proto") === "https";

@@ -25,7 +25,7 @@ function cli(script: "clients" | "staff", args: string[], input?: string) {
 }
 
 describe("API clients", () => {
-  test("create a client whose key charges; rotation keeps the old key in its grace; revocation is at once", async () => {
+  test("a new client's key charges; rotation keeps the old key in its grace; revocation is at once", async () => {
     const engineer = await signedIn(await createStaffAccount("engineer"));
     const name = `Acme ${randomUUID().slice(0, 6)}`;
     const created = await engineer.mutate("apiClients.create", { name, contactEmail: "ops@acme.example" });

@@ -31,7 +31,10 @@ describe("audit log", () => {
     );
     // A switch to the mode already in force is refused (409), so some of the twelve are.
     const statuses = (await Promise.all(switches)).map((r) => r.status);
-    assert.ok(statuses.every((s) => s === 200 || s === 409), String(statuses));
+    assert.ok(
+      statuses.every((s) => s === 200 || s === 409),
+      String(statuses),
+    );
     const entries = await db.auditEvent.findMany({
       where: { action: "mode.changed", id: { gt: before._max.id ?? 0n } },
       orderBy: { id: "asc" },
@@ -41,7 +44,8 @@ describe("audit log", () => {
     for (let i = 0; i < chain.length; i++) assert.notEqual(chain[i]!.from, chain[i]!.to, `entry ${i} changed nothing`);
     for (let i = 1; i < chain.length; i++)
       assert.equal(chain[i]!.from, chain[i - 1]!.to, `entry ${i}: ${JSON.stringify(chain)}`);
-    if (chain.at(-1)?.to === "required") await engineer.mutate("rollout.setMode", { mode: "optional", reason: "clean-up" });
+    if (chain.at(-1)?.to === "required")
+      await engineer.mutate("rollout.setMode", { mode: "optional", reason: "clean-up" });
   });
 
   test("engineers read it filtered and paged; support may not", async () => {

@@ -6,7 +6,16 @@ import { env } from "~/env";
 import { poolUsage } from "~/server/db";
 import { slotsBetween } from "~/server/db/poolUsage";
 import { runIdempotent, type WorkResult } from "~/server/idempotency";
-import { chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, tally, uniqueKey } from "./helpers";
+import {
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  tally,
+  uniqueKey,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;
@@ -62,7 +71,9 @@ describe("identical concurrent requests make exactly one charge", () => {
   test("different keys in parallel are independent charges", async () => {
     const customer = `cus_parallel_${Date.now()}`;
     const responses = await Promise.all(
-      Array.from({ length: 20 }, () => postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ customer_id: customer }) })),
+      Array.from({ length: 20 }, () =>
+        postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ customer_id: customer }) }),
+      ),
     );
     assert.deepEqual(tally(responses), { "201": 20 });
     assert.equal((await localCharges(customer)).length, 20);
@@ -71,7 +82,7 @@ describe("identical concurrent requests make exactly one charge", () => {
 });
 
 describe("a burst of completions", () => {
-  test("takes at most half the pool, so claims and replays still find a connection; each is recorded once", async () => {
+  test("takes at most half the pool, so claims and replays find a connection; each is recorded once", async () => {
     // 20 operations charge at the gateway, then all complete in the same instant.
     const n = 20;
     let arrived = 0;
@@ -82,10 +93,21 @@ describe("a burst of completions", () => {
     const answers = Promise.all(
       bodies.map((body, i) =>
         runIdempotent(
-          { idempotencyKey: uniqueKey("completion"), route: CHARGES_ROUTE, apiClientId: clientId, requestHash: `${i}`.padStart(64, "0") },
+          {
+            idempotencyKey: uniqueKey("completion"),
+            route: CHARGES_ROUTE,
+            apiClientId: clientId,
+            requestHash: `${i}`.padStart(64, "0"),
+          },
           async (held): Promise<WorkResult> => {
             const result = await chargeOnGateway(held, { ...body, customer_id: body.customer_id });
-            if (++arrived === n) setTimeout(() => ((since = Date.now()), release()), 200); // the claims' slots are behind us
+            // the claims' slots are behind us
+            if (++arrived === n) {
+              setTimeout(() => {
+                since = Date.now();
+                release();
+              }, 200);
+            }
             await allCharged;
             return result;
           },
@@ -95,7 +117,10 @@ describe("a burst of completions", () => {
     const outcomes = await answers;
     assert.ok(outcomes.every((o) => o.kind === "fresh" && o.response.status === 201));
     const busiest = Math.max(...slotsBetween(poolUsage.recent, since).map((s) => s.maxActive));
-    assert.ok(busiest <= env.DATABASE_POOL_SIZE / 2, `${busiest} of ${env.DATABASE_POOL_SIZE} connections for ${n} completions at once`);
+    assert.ok(
+      busiest <= env.DATABASE_POOL_SIZE / 2,
+      `${busiest} of ${env.DATABASE_POOL_SIZE} connections for ${n} completions at once`,
+    );
     for (const body of bodies) assert.equal((await localCharges(body.customer_id)).length, 1);
   });
 });

@@ -3,8 +3,19 @@ import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { env } from "~/env";
 import {
-  chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, startAppInstance,
-  sweepUntil, tally, uniqueKey, waitFor, type ApiResponse,
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  startAppInstance,
+  sweepUntil,
+  tally,
+  uniqueKey,
+  waitFor,
+  type ApiResponse,
 } from "./helpers";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 1;
@@ -34,12 +45,15 @@ async function blackHoleGateway() {
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     sockets,
-    close: () => (sockets.forEach((s) => s.destroy()), server.close()),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return server.close();
+    },
   };
 }
 
 describe("the app is killed mid-charge", () => {
-  test("charge reached the gateway: a retry after the restart takes the claim over and gets the one charge within the lease + 2 s", async () => {
+  test("charge reached the gateway: a retry after the restart takes over, one charge, within lease + 2 s", async () => {
     let app = await startAppInstance(PORT);
     const key = uniqueKey("crash");
     const body = chargeBody({ card_token: "tok_slow_3000" });
@@ -61,7 +75,10 @@ describe("the app is killed mid-charge", () => {
       const retry = await retryUntilFinal(() => postCharge({ apiKey, key, body, baseUrl: URL_B }), LEASE_MS + 5_000);
       const recoveredAfter = Date.now() - claimed.createdAt.getTime();
       assert.equal(retry.status, 201, retry.text);
-      assert.ok(recoveredAfter <= LEASE_MS + 2_000, `recovered ${recoveredAfter} ms after the claim (lease ${LEASE_MS} ms)`);
+      assert.ok(
+        recoveredAfter <= LEASE_MS + 2_000,
+        `recovered ${recoveredAfter} ms after the claim (lease ${LEASE_MS} ms)`,
+      );
       const done = (await recordOf(key))!;
       assert.equal(done.attempt, 2, "taken over under the next fencing token");
       const [gatewayCharge] = await gatewayCharges(body.customer_id);
@@ -125,7 +142,10 @@ describe("two app instances", () => {
         );
         const originals = responses.filter((r) => r.status === 201 && r.headers.get("idempotent-replay") !== "true");
         assert.equal(originals.length, 1, JSON.stringify(tally(responses)));
-        assert.ok(responses.every((r) => r.status === 201 || r.status === 409), JSON.stringify(tally(responses)));
+        assert.ok(
+          responses.every((r) => r.status === 201 || r.status === 409),
+          JSON.stringify(tally(responses)),
+        );
         assert.equal((await localCharges(body.customer_id)).length, 1);
         assert.equal((await gatewayCharges(body.customer_id)).length, 1);
       }

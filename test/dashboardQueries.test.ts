@@ -44,8 +44,8 @@ async function seed() {
     run,
   );
   await db.$executeRawUnsafe(
-    `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code, gateway_charge_id,
-        gateway_idempotency_key, idempotent_request_id, created_at)
+    `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
+        gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
      SELECT CONCAT('ch_x', LEFT(MD5(CONCAT(?, r.id)), 24)), r.api_client_id, r.customer_id, 1000, 'usd',
             IF(r.response_status = 201, 'succeeded', 'failed'), IF(r.response_status = 201, NULL, 'card_declined'),
             CONCAT('gw_x', r.id), CONCAT('explain-', ?, '-', r.id), r.id, r.created_at
@@ -161,7 +161,7 @@ describe("the dashboard's queries at a realistic size", () => {
       ["requests.count combined", () => s.requests.count({ apiClientId: clientId, status: "201", since })],
       ["requests.count phase", () => s.requests.count({ phase: "released" })],
       ["requests.search 3", () => s.requests.search({ prefix: "a1b" })],
-      ["requests.search 12", () => s.requests.search({ prefix: "cus_x" + run.slice(0, 7) })],
+      ["requests.search 12", () => s.requests.search({ prefix: `cus_x${run.slice(0, 7)}` })],
       ["requests.byId", () => s.requests.byId({ id: someRecord })],
       ["requests.reuses", () => s.requests.reuses({ kind: "same_client" })],
       ["requests.reuses cross", () => s.requests.reuses({ kind: "cross_client" })],
@@ -209,7 +209,9 @@ describe("the dashboard's queries at a realistic size", () => {
         if (!row.table || !names.has(row.table.replace(/`/g, "").toLowerCase())) continue;
         // ALL reads the table; "index" reads a whole index, which is a walk that stops only under a LIMIT.
         if (row.type === "ALL" || (row.type === "index" && !/\bLIMIT\b/i.test(st.sql))) {
-          fullScans.push(`${st.procedure}: ${row.type} scan of ${row.table}\n  ${st.sql.replace(/\s+/g, " ").slice(0, 400)}`);
+          fullScans.push(
+            `${st.procedure}: ${row.type} scan of ${row.table}\n  ${st.sql.replace(/\s+/g, " ").slice(0, 400)}`,
+          );
         }
       }
     }

@@ -41,7 +41,12 @@ const gatewayCharges = (customerId: string): Promise<{ id: string }[]> =>
   chargesOfCustomer(gatewayPool, process.env.GATEWAY === "stripe" ? "stripe" : "sim", customerId);
 
 async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
-  const conn = await mariadb.createConnection({ host: "127.0.0.1", port: DB_PORT, user: "root", database: "charges_restart" });
+  const conn = await mariadb.createConnection({
+    host: "127.0.0.1",
+    port: DB_PORT,
+    user: "root",
+    database: "charges_restart",
+  });
   try {
     return (await conn.query(sql, params)) as T;
   } finally {
@@ -51,11 +56,19 @@ async function query<T>(sql: string, params: unknown[] = []): Promise<T> {
 
 // Its own gateway under either protocol (with GATEWAY=stripe the adapter's base URL and key too, or its charges
 // would land in the main run's simulator, whose ledger they are not part of).
-const appEnv = { DATABASE_URL: databaseUrl, ...gatewayEnv(`http://127.0.0.1:${GATEWAY_PORT}`, { realStripeAllowed: false }) };
+const appEnv = {
+  DATABASE_URL: databaseUrl,
+  ...gatewayEnv(`http://127.0.0.1:${GATEWAY_PORT}`, { realStripeAllowed: false }),
+};
 
 before(async () => {
   await createDatabase(gatewayUrl, { dropFirst: true });
-  gatewayService = await startGateway({ port: GATEWAY_PORT, databaseUrl: gatewayUrl, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true });
+  gatewayService = await startGateway({
+    port: GATEWAY_PORT,
+    databaseUrl: gatewayUrl,
+    searchLagMs: TEST_SEARCH_LAG_MS,
+    quiet: true,
+  });
   gatewayPool = mariadb.createPool({ ...mysqlConnectionOptions(gatewayUrl), connectionLimit: 2 });
   await server.start();
   await createDatabase(databaseUrl, { dropFirst: true });
@@ -77,7 +90,10 @@ after(async () => {
 
 describe("MariaDB restarted while requests are in flight", () => {
   test("clear 503s meanwhile; after the sweep no duplicate charge and no stuck key", async () => {
-    const ops = Array.from({ length: 8 }, () => ({ key: randomUUID(), body: chargeBody({ card_token: "tok_slow_1500" }) }));
+    const ops = Array.from({ length: 8 }, () => ({
+      key: randomUUID(),
+      body: chargeBody({ card_token: "tok_slow_1500" }),
+    }));
     const inFlight = ops.map((op) => postCharge({ apiKey, baseUrl: APP_URL, ...op }));
     // Kill only once every claim is committed and waiting on the gateway: a fixed
     // sleep killed before the claims on a loaded machine (testing nothing in
@@ -85,10 +101,14 @@ describe("MariaDB restarted while requests are in flight", () => {
     // not enough either: a claim whose commit the app had not yet been told of when
     // the server died never reached the gateway, and was (rightly) abandoned. The
     // gateway records each charge as it arrives (and answers 1.5 s later).
-    await waitFor("every charge at the gateway", async () => {
-      const charged = await Promise.all(ops.map((op) => gatewayCharges(op.body.customer_id)));
-      return charged.every((c) => c.length === 1);
-    }, 20_000);
+    await waitFor(
+      "every charge at the gateway",
+      async () => {
+        const charged = await Promise.all(ops.map((op) => gatewayCharges(op.body.customer_id)));
+        return charged.every((c) => c.length === 1);
+      },
+      20_000,
+    );
     await server.kill();
 
     const duringOutage = await postCharge({ apiKey, baseUrl: APP_URL, key: randomUUID(), body: chargeBody() });
@@ -111,28 +131,41 @@ describe("MariaDB restarted while requests are in flight", () => {
         timeout: 60_000,
       });
     // The claims' leases (the app's gateway timeout + margin) must run out before the sweep may take them.
-    await waitFor("the leases to end", async () => {
-      const rows = await query<{ n: bigint }[]>(
-        "SELECT COUNT(*) AS n FROM idempotent_requests WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
-      );
-      return Number(rows[0]!.n) === 0;
-    }, 20_000);
+    await waitFor(
+      "the leases to end",
+      async () => {
+        const rows = await query<{ n: bigint }[]>(
+          "SELECT COUNT(*) AS n FROM idempotent_requests " +
+            "WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
+        );
+        return Number(rows[0]!.n) === 0;
+      },
+      20_000,
+    );
     sweepOnce();
     await new Promise((r) => setTimeout(r, 1_100));
     sweepOnce();
     const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
     assert.equal(stuck.length, 0, "no key left in progress");
     // Every claim had reached the gateway, so none may be written off as abandoned.
-    const reconciled = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM idempotent_requests WHERE finished_by = 'reconciled'");
+    const reconciled = await query<{ n: bigint }[]>(
+      "SELECT COUNT(*) AS n FROM idempotent_requests WHERE finished_by = 'reconciled'",
+    );
     const answered = first.filter((r) => r.status === 201).length;
-    assert.equal(Number(reconciled[0]!.n), ops.length - answered, "the sweeper reconciled every claim the outage cut off");
+    assert.equal(
+      Number(reconciled[0]!.n),
+      ops.length - answered,
+      "the sweeper reconciled every claim the outage cut off",
+    );
 
     for (const op of ops) {
       const retry = await postCharge({ apiKey, baseUrl: APP_URL, ...op });
       assert.equal(retry.status, 201, retry.text);
       const charged = await gatewayCharges(op.body.customer_id);
       assert.equal(charged.length, 1, "charged once at the gateway");
-      const local = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM charges WHERE customer_id = ?", [op.body.customer_id]);
+      const local = await query<{ n: bigint }[]>("SELECT COUNT(*) AS n FROM charges WHERE customer_id = ?", [
+        op.body.customer_id,
+      ]);
       assert.equal(Number(local[0]!.n), 1, "one local charge");
       assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
     }

@@ -1,7 +1,17 @@
 /** What each kind of gateway answer comes to for the client: stored declines, released claims, late charges. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { assertError, chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, uniqueKey } from "./helpers";
+import {
+  assertError,
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  uniqueKey,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;

@@ -34,7 +34,13 @@ export function uniqueKey(prefix = "key"): string {
 }
 
 export function chargeBody(overrides: Record<string, unknown> = {}) {
-  return { amount_cents: 1999, currency: "usd", card_token: "tok_visa", customer_id: `cus_${randomUUID().slice(0, 12)}`, ...overrides };
+  return {
+    amount_cents: 1999,
+    currency: "usd",
+    card_token: "tok_visa",
+    customer_id: `cus_${randomUUID().slice(0, 12)}`,
+    ...overrides,
+  };
 }
 
 export async function postCharge(opts: {
@@ -65,7 +71,10 @@ export async function postCharge(opts: {
 
 let gatewayPool: mariadb.Pool | undefined;
 function gatewayDb() {
-  gatewayPool ??= mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+  gatewayPool ??= mariadb.createPool({
+    ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+    connectionLimit: 2,
+  });
   return gatewayPool;
 }
 
@@ -119,7 +128,11 @@ export async function startAppInstance(port: number, env: Record<string, string>
   return startApp({ port, env: { ...process.env, ...appDatabase, ...env }, quiet: true });
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -131,11 +144,14 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 
 /** The record of a key on the charges route, decoded by the lifecycle module (undefined if there is none). */
 export async function recordOf(key: string, route = CHARGES_ROUTE): Promise<IdempotencyRecord | undefined> {
-  const row = await db.idempotentRequest.findUnique({ where: { idempotencyKey_route: { idempotencyKey: keyToBytes(key), route } } });
+  const row = await db.idempotentRequest.findUnique({
+    where: { idempotencyKey_route: { idempotencyKey: keyToBytes(key), route } },
+  });
   return row ? decodeRecord(row) : undefined;
 }
 
-export const recordsWithKey = (key: string) => db.idempotentRequest.count({ where: { idempotencyKey: keyToBytes(key) } });
+export const recordsWithKey = (key: string) =>
+  db.idempotentRequest.count({ where: { idempotencyKey: keyToBytes(key) } });
 
 const MINUTE = 60_000;
 
@@ -169,7 +185,11 @@ export async function seedRecord(opts: {
       state: complete ? "complete" : "in_progress",
       attempt: opts.attempt ?? 1,
       leaseExpiresAt:
-        opts.phase === "held" ? new Date(now + 5 * MINUTE) : opts.phase === "lease_expired" ? new Date(now - 1_000) : null,
+        opts.phase === "held"
+          ? new Date(now + 5 * MINUTE)
+          : opts.phase === "lease_expired"
+            ? new Date(now - 1_000)
+            : null,
       responseStatus: complete ? (opts.response?.status ?? 201) : null,
       responseBody: complete ? (opts.response?.body ?? "{}") : null,
       finishedBy: complete ? (opts.finishedBy ?? "request") : null,
@@ -183,14 +203,21 @@ export async function seedRecord(opts: {
 }
 
 /** Charges at the gateway under the record's derived key, as its (dead) holder had done. */
-export async function chargeAtGateway(record: IdempotencyRecord, body: ReturnType<typeof chargeBody>): Promise<GatewayCharge> {
+export async function chargeAtGateway(
+  record: IdempotencyRecord,
+  body: ReturnType<typeof chargeBody>,
+): Promise<GatewayCharge> {
   return gateway.charge(
     {
       amountCents: body.amount_cents,
       currency: body.currency,
       cardToken: body.card_token,
       customerId: body.customer_id,
-      metadata: { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey },
+      metadata: {
+        requestId: String(record.id),
+        apiClientId: String(record.apiClientId),
+        idempotencyKey: record.idempotencyKey,
+      },
     },
     { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
   );
@@ -203,5 +230,12 @@ export async function chargeAtGateway(record: IdempotencyRecord, body: ReturnTyp
  */
 export async function sweepUntil(what: string, done: () => Promise<boolean>, timeoutMs = 15_000) {
   const { reapAbandoned } = await import("~/server/sweep/reapAbandoned");
-  await waitFor(what, async () => (await reapAbandoned({ olderThanMs: 0 }), done()), timeoutMs);
+  await waitFor(
+    what,
+    async () => {
+      await reapAbandoned({ olderThanMs: 0 });
+      return done();
+    },
+    timeoutMs,
+  );
 }

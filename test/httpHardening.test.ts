@@ -28,7 +28,10 @@ describe("security headers", () => {
     // The one exception on dashboard pages: style attributes (charts, popovers), never scripts or stylesheets.
     const directives = csp!.split(";").map((d) => d.trim());
     assert.ok(!/unsafe-eval/.test(csp!));
-    assert.deepEqual(directives.filter((d) => /unsafe-inline/.test(d)), ["style-src-attr 'unsafe-inline'"]);
+    assert.deepEqual(
+      directives.filter((d) => /unsafe-inline/.test(d)),
+      ["style-src-attr 'unsafe-inline'"],
+    );
     const html = await first.text();
     const scripts = [...html.matchAll(/<script\b[^>]*>/g)].map((m) => m[0]);
     assert.ok(scripts.length > 0);

@@ -18,8 +18,14 @@ let clientId: number;
 before(async () => ({ apiKey, id: clientId } = await newApiClient("incident")));
 after(closeConnections);
 
-const customers = (tag: string) => Array.from({ length: CUSTOMERS }, (_, i) => `cus_${tag}_${i}_${randomUUID().slice(0, 6)}`);
-const body = (customer: string) => ({ amount_cents: 4200, currency: "usd", card_token: SLOW_CARD, customer_id: customer });
+const customers = (tag: string) =>
+  Array.from({ length: CUSTOMERS }, (_, i) => `cus_${tag}_${i}_${randomUUID().slice(0, 6)}`);
+const body = (customer: string) => ({
+  amount_cents: 4200,
+  currency: "usd",
+  card_token: SLOW_CARD,
+  customer_id: customer,
+});
 
 /** What the client did before the fix: retry on timeout, with a fresh key (or none) each time. */
 async function naiveClient(customer: string, keyPerAttempt: "new key" | "no key") {
@@ -44,7 +50,9 @@ async function naiveClient(customer: string, keyPerAttempt: "new key" | "no key"
 }
 
 async function chargesPerCustomer(list: string[]) {
-  return Promise.all(list.map(async (c) => ({ gateway: (await gatewayCharges(c)).length, local: (await localCharges(c)).length })));
+  return Promise.all(
+    list.map(async (c) => ({ gateway: (await gatewayCharges(c)).length, local: (await localCharges(c)).length })),
+  );
 }
 
 /** The slow charges started by the timed-out attempts finish after the client gave up. */
@@ -54,13 +62,28 @@ async function settle() {
 
 describe("the incident: slow gateway, impatient client, many customers", () => {
   test("with the SDK (one key per operation): every operation 201, zero duplicate charges", async () => {
-    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, attemptTimeoutMs: CLIENT_TIMEOUT_MS, deadlineMs: 30_000, baseDelayMs: 100 });
+    const sdk = new ChargesClient({
+      baseUrl: APP_URL,
+      apiKey,
+      attemptTimeoutMs: CLIENT_TIMEOUT_MS,
+      deadlineMs: 30_000,
+      baseDelayMs: 100,
+    });
     const list = customers("sdk");
     const results = await Promise.all(list.map((c) => sdk.createCharge(body(c))));
     await settle();
-    assert.ok(results.every((r) => r.ok && r.status === 201), JSON.stringify(results.filter((r) => !r.ok)));
-    assert.ok(results.every((r) => r.attempts > 1), "every operation needed a retry: the incident conditions held");
-    assert.ok(results.some((r) => r.replayed), "the retries were answered by replay");
+    assert.ok(
+      results.every((r) => r.ok && r.status === 201),
+      JSON.stringify(results.filter((r) => !r.ok)),
+    );
+    assert.ok(
+      results.every((r) => r.attempts > 1),
+      "every operation needed a retry: the incident conditions held",
+    );
+    assert.ok(
+      results.some((r) => r.replayed),
+      "the retries were answered by replay",
+    );
     for (const counts of await chargesPerCustomer(list)) assert.deepEqual(counts, { gateway: 1, local: 1 });
   });
 
@@ -74,13 +97,18 @@ describe("the incident: slow gateway, impatient client, many customers", () => {
   });
 
   test("without the header in optional mode: duplicates, and every attempt counted as keyless", async () => {
-    const keylessCount = async () => (await db.requestCountBucket.aggregate({ where: { apiClientId: clientId }, _sum: { keyless: true } }))._sum.keyless ?? 0;
+    const keylessCount = async () =>
+      (await db.requestCountBucket.aggregate({ where: { apiClientId: clientId }, _sum: { keyless: true } }))._sum
+        .keyless ?? 0;
     const before = await keylessCount();
     const list = customers("keyless");
     await Promise.all(list.map((c) => naiveClient(c, "no key")));
     await settle();
     const counts = await chargesPerCustomer(list);
-    assert.ok(counts.every((c) => c.gateway > 1), JSON.stringify(counts));
+    assert.ok(
+      counts.every((c) => c.gateway > 1),
+      JSON.stringify(counts),
+    );
     const after = await keylessCount();
     assert.equal(after - before, CUSTOMERS * NAIVE_ATTEMPTS, "each keyless attempt was counted");
   });

@@ -7,7 +7,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
 import { db } from "~/server/db";
-import { keyToBytes, runIdempotent, type IdempotentOutcome, type PhaseName, type WorkResult } from "~/server/idempotency";
+import {
+  keyToBytes,
+  runIdempotent,
+  type IdempotentOutcome,
+  type PhaseName,
+  type WorkResult,
+} from "~/server/idempotency";
 import * as records from "~/server/idempotency/records";
 import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";
 
@@ -67,7 +73,8 @@ describe("every phase x every kind of request (the decision table)", () => {
   for (const [name, seed] of seeds) {
     for (const which of ["same payload", "other payload", "other client", "expired"] as Case[]) {
       const want = expected(seed, which);
-      test(`${name} + ${which} -> ${want.answer}${want.workRan ? ", work runs" : ""}, record ${want.record}`, async () => {
+      const title = `${name} + ${which} -> ${want.answer}${want.workRan ? ", work runs" : ""}, record ${want.record}`;
+      test(title, async () => {
         const key = uniqueKey("table");
         const seeded = await seedRecord({
           apiClientId: clientId,
@@ -88,7 +95,10 @@ describe("every phase x every kind of request (the decision table)", () => {
             apiClientId: which === "other client" ? otherClientId : clientId,
             requestHash: which === "other payload" ? "f".repeat(64) : seeded.requestHash,
           },
-          async () => ((workRan = true), DONE),
+          async () => {
+            workRan = true;
+            return DONE;
+          },
         );
 
         assert.equal(outcome.kind, want.answer);
@@ -137,7 +147,10 @@ describe("fencing tokens", () => {
     assert.equal(await records.renew(stalled, new Date()), null);
     const after = (await recordOf(key, ROUTE))!;
     assert.equal(after.attempt, 2);
-    assert.deepEqual(after.phase.name === "complete" && after.phase.response, DONE.kind === "complete" && DONE.response);
+    assert.deepEqual(
+      after.phase.name === "complete" && after.phase.response,
+      DONE.kind === "complete" && DONE.response,
+    );
   });
 
   test("of two retries racing to take a released claim over, exactly one runs the work", async () => {
@@ -151,7 +164,10 @@ describe("fencing tokens", () => {
     };
     const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: released.requestHash };
     // Not through this process's memory: each call decides from the record alone.
-    const [a, b] = await Promise.all([records.take(released, new Date(), "retry"), records.take(released, new Date(), "retry")]);
+    const [a, b] = await Promise.all([
+      records.take(released, new Date(), "retry"),
+      records.take(released, new Date(), "retry"),
+    ]);
     assert.equal([a, b].filter(Boolean).length, 1, "one take matched");
     const outcome = await runIdempotent(claim, slowWork);
     assert.equal(outcome.kind, "in_progress", "the record is held by the winner's attempt");

@@ -11,7 +11,10 @@ const LOG_FILE = path.join(LOGS, "app.log");
 
 type Line = Record<string, unknown>;
 const lines = (): Line[] =>
-  readFileSync(LOG_FILE, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Line);
+  readFileSync(LOG_FILE, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Line);
 
 let app: Service;
 let apiKey: string;

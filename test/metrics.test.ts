@@ -71,9 +71,14 @@ describe("GET /api/metrics", () => {
     assert.ok(sample(text, "charges_gateway_call_seconds_count", { result: "charged" }) > 0);
     assert.ok(sample(text, "charges_gateway_call_seconds_bucket", { result: "charged", le: "+Inf" }) > 0);
     assert.equal(sample(text, "charges_db_pool_limit"), Number(process.env.DATABASE_POOL_SIZE));
-    for (const name of ["charges_db_pool_connections_in_use", "charges_sweeper_last_run_timestamp_seconds",
-      "charges_sweeper_failures_last_hour", "charges_ledger_open_mismatches",
-      "charges_ledger_last_reconciliation_timestamp_seconds", "charges_nodejs_eventloop_lag_p99_seconds"]) {
+    for (const name of [
+      "charges_db_pool_connections_in_use",
+      "charges_sweeper_last_run_timestamp_seconds",
+      "charges_sweeper_failures_last_hour",
+      "charges_ledger_open_mismatches",
+      "charges_ledger_last_reconciliation_timestamp_seconds",
+      "charges_nodejs_eventloop_lag_p99_seconds",
+    ]) {
       assert.match(text, new RegExp(`^${name} `, "m"), name);
     }
     for (const result of ["reaped", "reconciled", "pruned"]) {

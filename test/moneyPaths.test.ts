@@ -10,8 +10,18 @@ import { env } from "~/env";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import {
-  APP_URL, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, startAppInstance,
-  sweepUntil, uniqueKey, waitFor,
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  startAppInstance,
+  sweepUntil,
+  uniqueKey,
+  waitFor,
 } from "./helpers";
 
 const OTHER_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 4;
@@ -25,10 +35,12 @@ after(closeConnections);
 const SLOWER_THAN_GATEWAY_TIMEOUT = "tok_slow_6500";
 
 const recordOf = async (key: string) =>
-  (await db.$queryRawUnsafe<{ id: bigint; state: string; expires_at: Date }[]>(
-    "SELECT id, state, expires_at FROM idempotent_requests WHERE idempotency_key = ?",
-    key,
-  ))[0];
+  (
+    await db.$queryRawUnsafe<{ id: bigint; state: string; expires_at: Date }[]>(
+      "SELECT id, state, expires_at FROM idempotent_requests WHERE idempotency_key = ?",
+      key,
+    )
+  )[0];
 
 const expireRecord = (key: string, at = new Date(Date.now() - 1_000)) =>
   db.$executeRawUnsafe("UPDATE idempotent_requests SET expires_at = ? WHERE idempotency_key = ?", at, key);
@@ -61,7 +73,9 @@ describe("a deadlock inside the completion", () => {
       const record = await waitFor("the claim", () => recordOf(key));
 
       await outside.query("BEGIN");
-      await outside.query(`INSERT INTO test_deadlock_ballast VALUES ${Array.from({ length: 200 }, (_, i) => `(${i})`).join(",")}`);
+      await outside.query(
+        `INSERT INTO test_deadlock_ballast VALUES ${Array.from({ length: 200 }, (_, i) => `(${i})`).join(",")}`,
+      );
       await outside.query("SELECT id FROM api_clients WHERE id = ? FOR UPDATE", [clientId]);
       // The gateway answers; the completion's charge INSERT now waits on us.
       await waitFor(
@@ -71,15 +85,17 @@ describe("a deadlock inside the completion", () => {
           // last read over 100 ms ago: polled faster, it never changes.
           await new Promise((r) => setTimeout(r, 150));
           const rows: unknown[] = await outside.query(
-            "SELECT trx_id FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'INSERT INTO charges%'",
+            "SELECT trx_id FROM information_schema.innodb_trx " +
+              "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'INSERT INTO charges%'",
           );
           return rows.length > 0;
         },
         10_000,
       );
-      const cycle = await outside
-        .query("SELECT id FROM idempotent_requests WHERE id = ? FOR UPDATE", [record.id])
-        .then(() => "outside won", (e: { errno?: number }) => `outside lost ${e.errno}`);
+      const cycle = await outside.query("SELECT id FROM idempotent_requests WHERE id = ? FOR UPDATE", [record.id]).then(
+        () => "outside won",
+        (e: { errno?: number }) => `outside lost ${e.errno}`,
+      );
       assert.equal(cycle, "outside won", "the completion must be the deadlock victim for this test to mean anything");
       await outside.query("ROLLBACK");
 
@@ -165,14 +181,20 @@ describe("keyless requests", () => {
     assert.equal(res.headers.get("retry-after"), null, "no invitation to resend");
     assert.doesNotMatch(res.json.error.message, /retry with the same Idempotency-Key/i);
     const lookup = (as = apiKey) =>
-      fetch(`${APP_URL}/api/charges?request_id=${res.json.error.request_id}`, { headers: { Authorization: `Bearer ${as}` } });
+      fetch(`${APP_URL}/api/charges?request_id=${res.json.error.request_id}`, {
+        headers: { Authorization: `Bearer ${as}` },
+      });
     assert.equal((await lookup()).status, 409, "in progress until the sweep settles it");
     await sweepUntil("the sweep to record it", async () => (await localCharges(body.customer_id)).length === 1);
     const settled = await lookup();
     assert.equal(settled.status, 201);
     assert.equal(settled.headers.get("idempotent-replay"), "true");
     assert.equal((await settled.json()).id, (await localCharges(body.customer_id))[0]!.id);
-    assert.equal((await lookup((await newApiClient("stranger")).apiKey)).status, 404, "another client's handle reveals nothing");
+    assert.equal(
+      (await lookup((await newApiClient("stranger")).apiKey)).status,
+      404,
+      "another client's handle reveals nothing",
+    );
     await assertLedgersAgree(body.customer_id, 1);
   });
 });
@@ -182,17 +204,21 @@ describe("a gateway request carried out after the app gave up on it", () => {
   // Stripe has no not-after parameter (README, "The Stripe adapter"): through it this stays a reported risk.
   const simOnly = { skip: env.GATEWAY === "stripe" && "Stripe cannot be told not to carry a request out late" };
 
-  test("is refused by the gateway once its Charge-Not-After passed, so a sweep's 'never charged' stays true", simOnly, async () => {
-    const key = uniqueKey("late");
-    const body = chargeBody({ card_token: "tok_late_6500" }); // carried out after the 5 s gateway timeout
-    assert.equal((await postCharge({ apiKey, key, body })).status, 503);
-    // Nobody retries; the sweep asks the gateway, which has no charge (the request is still being held).
-    await sweepUntil("the sweep to finish it", async () => (await recordOf(key))?.state === "complete");
-    const told = await postCharge({ apiKey, key, body });
-    assert.equal(told.json.error.code, "request_abandoned");
-    await new Promise((r) => setTimeout(r, 2_000)); // the held request is carried out now, and refused
-    await assertLedgersAgree(body.customer_id, 0);
-  });
+  test(
+    "is refused by the gateway once its Charge-Not-After passed, so a sweep's 'never charged' stays true",
+    simOnly,
+    async () => {
+      const key = uniqueKey("late");
+      const body = chargeBody({ card_token: "tok_late_6500" }); // carried out after the 5 s gateway timeout
+      assert.equal((await postCharge({ apiKey, key, body })).status, 503);
+      // Nobody retries; the sweep asks the gateway, which has no charge (the request is still being held).
+      await sweepUntil("the sweep to finish it", async () => (await recordOf(key))?.state === "complete");
+      const told = await postCharge({ apiKey, key, body });
+      assert.equal(told.json.error.code, "request_abandoned");
+      await new Promise((r) => setTimeout(r, 2_000)); // the held request is carried out now, and refused
+      await assertLedgersAgree(body.customer_id, 0);
+    },
+  );
 
   test("one carried out before its Charge-Not-After charges as ever", simOnly, async () => {
     const body = chargeBody({ card_token: "tok_late_800" });

@@ -4,7 +4,14 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { abandonedResponse } from "~/server/charges/responses";
 import { API_ERROR_CODES, API_ERRORS } from "~/server/http/errorRegistry";
 import {
-  APP_URL, chargeBody, closeConnections, newApiClient, postCharge, seedRecord, uniqueKey, type ApiResponse,
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  newApiClient,
+  postCharge,
+  seedRecord,
+  uniqueKey,
+  type ApiResponse,
 } from "./helpers";
 
 let apiKey: string;
@@ -27,7 +34,10 @@ function conforms(path: string, method: string, res: ApiResponse) {
   assert.ok(documented.content[mediaType], `${res.status} answered ${mediaType}, which the document does not list`);
   const ref: string = documented.content[mediaType].schema.$ref;
   const validate = ajv.getSchema(`doc${ref}`)!;
-  assert.ok(validate(res.json), `${res.status} body does not match ${ref}: ${JSON.stringify(validate.errors)}\n${res.text}`);
+  assert.ok(
+    validate(res.json),
+    `${res.status} body does not match ${ref}: ${JSON.stringify(validate.errors)}\n${res.text}`,
+  );
   for (const header of Object.keys(documented.headers ?? {})) {
     if (header === "Retry-After") assert.ok(res.headers.get(header), `${res.status} lacks ${header}`);
   }
@@ -68,7 +78,8 @@ describe("OpenAPI document", () => {
       await postCharge({ apiKey, key, body }), // 201
       await postCharge({ apiKey, key, body }), // 201 replay
       await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), // 422
-      await postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) }), // 409 (different customer: 422 would also do)
+      // 409 (different customer: 422 would also do)
+      await postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) }),
       await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) }), // 402
       await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: "tok_error" }) }), // 503
       await postCharge({ apiKey, key: uniqueKey(), body: { amount_cents: 0 } }), // 400
@@ -81,7 +92,10 @@ describe("OpenAPI document", () => {
     ];
     const declined = { key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) };
     await postCharge({ apiKey, ...declined });
-    responses.push(await postCharge({ apiKey, ...declined }), await postCharge({ apiKey, ...declined, headers: problem })); // 402 replays
+    responses.push(
+      await postCharge({ apiKey, ...declined }),
+      await postCharge({ apiKey, ...declined, headers: problem }),
+    ); // 402 replays
     await slow;
     assert.ok(responses.some((r) => r.headers.get("content-type")?.startsWith("application/problem+json")));
     const statuses = new Set(responses.map((r) => r.status));
@@ -134,8 +148,16 @@ describe("OpenAPI document", () => {
     assert.deepEqual(
       responses.map((r) => `${r.status} ${r.json.error?.code ?? r.json.code ?? r.json.object}`),
       [
-        "201 charge", "402 card_declined", "402 card_declined", "500 request_abandoned", "409 request_in_progress",
-        "409 request_in_progress", "404 not_found", "404 not_found", "400 invalid_idempotency_key", "401 unauthorized",
+        "201 charge",
+        "402 card_declined",
+        "402 card_declined",
+        "500 request_abandoned",
+        "409 request_in_progress",
+        "409 request_in_progress",
+        "404 not_found",
+        "404 not_found",
+        "400 invalid_idempotency_key",
+        "401 unauthorized",
       ],
     );
     for (const res of responses) conforms("/api/charges", "get", res);

@@ -8,7 +8,15 @@ import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { API_ERRORS, docPath } from "~/server/http/errorRegistry";
 import {
-  APP_URL, chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, recordsWithKey,
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  recordsWithKey,
   uniqueKey,
 } from "./helpers";
 
@@ -50,7 +58,11 @@ describe("Idempotency-Key as an RFC 9651 structured-field string", () => {
 
   test("two structured field lines, a list, an unbalanced quote -> 400, nothing charged", async () => {
     const body = chargeBody();
-    for (const value of [[`"${uniqueKey()}"`, `"${uniqueKey()}"`], `"${uniqueKey()}", "${uniqueKey()}"`, `"${uniqueKey()}`]) {
+    for (const value of [
+      [`"${uniqueKey()}"`, `"${uniqueKey()}"`],
+      `"${uniqueKey()}", "${uniqueKey()}"`,
+      `"${uniqueKey()}`,
+    ]) {
       const res = await rawPost({ Authorization: `Bearer ${apiKey}`, "Idempotency-Key": value }, body);
       assert.equal(res.status, 400, `${JSON.stringify(value)}: ${JSON.stringify(res.json)}`);
       assert.equal(res.json.error.code, "invalid_idempotency_key");
@@ -58,7 +70,7 @@ describe("Idempotency-Key as an RFC 9651 structured-field string", () => {
     assert.equal((await localCharges(body.customer_id)).length, 0);
   });
 
-  test("escapes are decoded: \"a\\\"b\" is the key a\"b, and the bare form a\"b replays it", async () => {
+  test('escapes are decoded: "a\\"b" is the key a"b, and the bare form a"b replays it', async () => {
     const key = `${uniqueKey()}-a"b\\c`;
     const sfString = `"${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
     const body = chargeBody();
@@ -72,7 +84,7 @@ describe("Idempotency-Key as an RFC 9651 structured-field string", () => {
 });
 
 describe("replays", () => {
-  test("carry Idempotent-Replay: true and Stripe's Idempotent-Replayed: true; first answers carry neither", async () => {
+  test("carry Idempotent-Replay: true and Stripe's Idempotent-Replayed: true; first answers neither", async () => {
     const key = uniqueKey();
     const body = chargeBody();
     const first = await postCharge({ apiKey, key, body });
@@ -93,9 +105,16 @@ describe("error answers", () => {
       unauthorized: await postCharge({ key: uniqueKey() }),
       card_declined: await postCharge({ apiKey, ...declined }),
       unsupported_media_type: await postCharge({ apiKey, rawBody: "a", headers: { "Content-Type": "text/plain" } }),
-      gateway_unavailable: await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: "tok_error" }) }),
+      gateway_unavailable: await postCharge({
+        apiKey,
+        key: uniqueKey(),
+        body: chargeBody({ card_token: "tok_error" }),
+      }),
     };
-    for (const [code, res] of Object.entries(answers) as [keyof typeof API_ERRORS, (typeof answers)["unauthorized"]][]) {
+    for (const [code, res] of Object.entries(answers) as [
+      keyof typeof API_ERRORS,
+      (typeof answers)["unauthorized"],
+    ][]) {
       assert.equal(res.status, API_ERRORS[code].status, res.text);
       assert.equal(res.json.error.code, code);
       assert.equal(res.json.error.doc_url, docUrl(code), res.text);
@@ -111,7 +130,7 @@ describe("error answers", () => {
     }
   });
 
-  test("the idempotency errors (400, 409, 422) carry Link: <doc>; rel=\"describedby\"; others do not", async () => {
+  test('the idempotency errors (400, 409, 422) carry Link: <doc>; rel="describedby"; others do not', async () => {
     const link = (code: keyof typeof API_ERRORS) => `<${docUrl(code)}>; rel="describedby"; type="text/html"`;
     const invalid = await postCharge({ apiKey, key: "k".repeat(65) });
     assert.equal(invalid.headers.get("link"), link("invalid_idempotency_key"));
@@ -160,7 +179,12 @@ describe("error answers", () => {
 
   test("the default stays today's JSON, also when problem+json is offered at a lower preference", async () => {
     for (const accept of [undefined, "*/*", "application/json", "application/json, application/problem+json;q=0.5"]) {
-      const res = await postCharge({ apiKey, key: uniqueKey(), body: { amount_cents: 0 }, headers: accept ? { Accept: accept } : {} });
+      const res = await postCharge({
+        apiKey,
+        key: uniqueKey(),
+        body: { amount_cents: 0 },
+        headers: accept ? { Accept: accept } : {},
+      });
       assert.match(res.headers.get("content-type")!, /^application\/json/, String(accept));
       assert.equal(res.json.error.code, "invalid_request");
     }

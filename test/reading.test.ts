@@ -11,11 +11,15 @@ after(closeConnections);
 describe("reading charges", () => {
   test("GET /api/charges/:id for its owner; 404 for anyone else", async () => {
     const created = await postCharge({ apiKey, key: uniqueKey() });
-    const mine = await fetch(`${APP_URL}/api/charges/${created.json.id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+    const mine = await fetch(`${APP_URL}/api/charges/${created.json.id}`, {
+      headers: { Authorization: `Bearer ${apiKey}` },
+    });
     assert.equal(mine.status, 200);
     assert.deepEqual(await mine.json(), created.json);
     const other = await newApiClient("reader");
-    const theirs = await fetch(`${APP_URL}/api/charges/${created.json.id}`, { headers: { Authorization: `Bearer ${other.apiKey}` } });
+    const theirs = await fetch(`${APP_URL}/api/charges/${created.json.id}`, {
+      headers: { Authorization: `Bearer ${other.apiKey}` },
+    });
     assertError({ status: theirs.status, json: await theirs.json(), text: "" }, 404, "not_found");
   });
   test("unknown paths and methods answer in the error format", async () => {

@@ -5,8 +5,17 @@ import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { keyToBytes, runIdempotent } from "~/server/idempotency";
 import {
-  APP_URL, assertError, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge,
-  recordsWithKey, uniqueKey,
+  APP_URL,
+  assertError,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordsWithKey,
+  uniqueKey,
 } from "./helpers";
 
 let apiKey: string;
@@ -110,7 +119,11 @@ describe("replays and reuse", () => {
     assert.equal((await reusesOf(key)).length, 2, "both reuses recorded");
     assert.equal((await first).status, 201);
     const replay = await postCharge({ apiKey, key, body });
-    assert.equal(replay.headers.get("idempotent-replay"), "true", "once finished, the key is answered with the stored response");
+    assert.equal(
+      replay.headers.get("idempotent-replay"),
+      "true",
+      "once finished, the key is answered with the stored response",
+    );
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
   });
 
@@ -118,7 +131,10 @@ describe("replays and reuse", () => {
     /** Connections the app handed out since `since` (its own per-100 ms record). */
     const connectionsSince = async (since: number): Promise<number> => {
       const health = await (await fetch(`${APP_URL}/api/health`)).json();
-      return slotsBetween((health as { pool: { recent: PoolSlot[] } }).pool.recent, since).reduce((n, slot) => n + slot.acquired, 0);
+      return slotsBetween((health as { pool: { recent: PoolSlot[] } }).pool.recent, since).reduce(
+        (n, slot) => n + slot.acquired,
+        0,
+      );
     };
     // Through the database each retry takes two (the failed INSERT and the
     // read); from memory none, leaving the health check and background count

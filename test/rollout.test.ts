@@ -4,7 +4,16 @@ import { hourBucket } from "~/server/rollout/counters";
 import { staffContext, type AuditContext } from "~/server/audit/audit";
 import { getIdempotencyMode, setIdempotencyMode } from "~/server/rollout/mode";
 import {
-  chargeBody, closeConnections, db, localCharges, newApiClient, postCharge, seedRecord, sweepUntil, uniqueKey, waitFor,
+  chargeBody,
+  closeConnections,
+  db,
+  localCharges,
+  newApiClient,
+  postCharge,
+  seedRecord,
+  sweepUntil,
+  uniqueKey,
+  waitFor,
 } from "./helpers";
 
 let apiKey: string;
@@ -38,7 +47,10 @@ describe("rollout of the Idempotency-Key header", () => {
   test("optional mode: keyless requests are served, and counted apart from keyed ones", async () => {
     assert.equal(await getIdempotencyMode(), "optional");
     const keyless = await Promise.all([1, 2, 3].map(() => postCharge({ apiKey, body: chargeBody() })));
-    assert.deepEqual(keyless.map((r) => r.status), [201, 201, 201]);
+    assert.deepEqual(
+      keyless.map((r) => r.status),
+      [201, 201, 201],
+    );
     await postCharge({ apiKey, key: uniqueKey() });
     const counts = await bucket();
     assert.equal(counts.keyless, 3, "keyless requests are counted before they are answered");
@@ -89,7 +101,10 @@ describe("rollout of the Idempotency-Key header", () => {
     assert.equal(res.status, 400);
     assert.equal(res.json.error.code, "idempotency_key_required");
     assert.equal((await bucket()).keyless - before, 1, "a refused keyless request still counts (who would break)");
-    assert.match(res.headers.get("link") ?? "", /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/);
+    assert.match(
+      res.headers.get("link") ?? "",
+      /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/,
+    );
     assert.equal((await localCharges(body.customer_id)).length, 0);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);
     const log = await db.auditEvent.findFirstOrThrow({

@@ -12,7 +12,15 @@ import { ChargeDeadlineError, ChargesClient, InvalidIdempotencyKeyError } from "
 import { FileOperationStore } from "~/client/fileOperationStore";
 import { faultyProxy, type ProxiedRequest } from "./faultyProxy";
 import {
-  APP_URL, chargeBody, closeConnections, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, seedRecord,
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  seedRecord,
   sweepUntil,
 } from "./helpers";
 
@@ -39,7 +47,9 @@ function countingFetch() {
 }
 
 describe("SDK", () => {
-  test("an answer whose body never arrives is retried with the same key and replayed", { timeout: 15_000 }, async () => {
+  test("an answer whose body never arrives is retried with the same key and replayed", {
+    timeout: 15_000,
+  }, async () => {
     const keys: string[] = [];
     let attempts = 0;
     // The first answer reaches the client with its headers but its body never
@@ -52,7 +62,14 @@ describe("SDK", () => {
       await response.text();
       return new Response(new ReadableStream({ start() {} }), { status: response.status, headers: response.headers });
     };
-    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, attemptTimeoutMs: 1_000, baseDelayMs: 50, deadlineMs: 10_000, fetch: stallingFetch });
+    const sdk = new ChargesClient({
+      baseUrl: APP_URL,
+      apiKey,
+      attemptTimeoutMs: 1_000,
+      baseDelayMs: 50,
+      deadlineMs: 10_000,
+      fetch: stallingFetch,
+    });
     const body = chargeBody();
 
     const result = await sdk.createCharge(body);
@@ -82,11 +99,16 @@ describe("SDK", () => {
   test("an invalid key fails fast: nothing reaches the server", async () => {
     const { fetch: fetchFn, keys } = countingFetch();
     const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, fetch: fetchFn });
-    await assert.rejects(sdk.createCharge(chargeBody(), { idempotencyKey: "k".repeat(65) }), InvalidIdempotencyKeyError);
+    await assert.rejects(
+      sdk.createCharge(chargeBody(), { idempotencyKey: "k".repeat(65) }),
+      InvalidIdempotencyKeyError,
+    );
     assert.equal(keys.length, 0);
   });
 
-  test("503 gateway_unavailable is retried with the same key after Retry-After, up to the deadline", { timeout: 15_000 }, async () => {
+  test("503 gateway_unavailable is retried with the same key after Retry-After, up to the deadline", {
+    timeout: 15_000,
+  }, async () => {
     const { fetch: fetchFn, keys } = countingFetch();
     const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 3_000, fetch: fetchFn });
     const started = Date.now();
@@ -99,7 +121,9 @@ describe("SDK", () => {
     assert.match(failure.message, /findByIdempotencyKey/);
   });
 
-  test("a file-backed store: the process 'crashes' after the charge went through; the restarted one resumes it", { timeout: 20_000 }, async () => {
+  test("a file-backed store: the process 'crashes' after the charge went through; the restarted one resumes it", {
+    timeout: 20_000,
+  }, async () => {
     const file = path.join(storeDir, "operations.json");
     const body = chargeBody();
     const reference = `order-${randomUUID()}`;
@@ -110,13 +134,23 @@ describe("SDK", () => {
       if (reached++ === 0) await (await fetch(input, init)).text();
       throw new TypeError("fetch failed");
     };
-    const first = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 500, fetch: losingFetch, store: new FileOperationStore(file) });
+    const first = new ChargesClient({
+      baseUrl: APP_URL,
+      apiKey,
+      baseDelayMs: 10,
+      deadlineMs: 500,
+      fetch: losingFetch,
+      store: new FileOperationStore(file),
+    });
     await assert.rejects(first.createCharge(body, { reference }), ChargeDeadlineError);
     assert.equal((await localCharges(body.customer_id)).length, 1, "the first attempt charged");
 
     const restarted = new ChargesClient({ baseUrl: APP_URL, apiKey, store: new FileOperationStore(file) });
     const pending = await restarted.pendingOperations();
-    assert.deepEqual(pending.map((op) => op.reference), [reference]);
+    assert.deepEqual(
+      pending.map((op) => op.reference),
+      [reference],
+    );
     const result = await restarted.resume(reference);
     assert.equal(result.status, 201);
     assert.equal(result.replayed, true, "the server answered with the charge the lost attempt made");
@@ -177,7 +211,10 @@ describe("SDK", () => {
       assert.equal(result.status, 201);
       assert.equal(result.attempts, 3);
       assert.equal(result.replayed, true, "the third attempt gets the charge the second one made");
-      assert.deepEqual(proxy.requests.map((r) => r.answered), [502, 504, "app"]);
+      assert.deepEqual(
+        proxy.requests.map((r) => r.answered),
+        [502, 504, "app"],
+      );
       assert.equal(new Set(proxy.requests.map((r) => r.idempotencyKey)).size, 1, "every attempt carries the same key");
       assertRetryAfterHonoured(proxy.requests);
       assert.equal((await localCharges(body.customer_id)).length, 1, "charged once");
@@ -200,7 +237,10 @@ describe("SDK", () => {
       assert.equal(result.status, 201);
       assert.equal(result.attempts, 2);
       assert.equal(result.replayed, false);
-      assert.deepEqual(proxy.requests.map((r) => r.answered), [500, "app"]);
+      assert.deepEqual(
+        proxy.requests.map((r) => r.answered),
+        [500, "app"],
+      );
       assert.equal(new Set(proxy.requests.map((r) => r.idempotencyKey)).size, 1);
       assertRetryAfterHonoured(proxy.requests);
       assert.equal((await localCharges(body.customer_id)).length, 1, "charged once");

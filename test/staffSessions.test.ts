@@ -64,8 +64,14 @@ describe("staff sessions", () => {
       ["staff.role_changed", "session.revoked", "staff.disabled", "session.revoked"],
       trail.join("\n"),
     );
-    assert.ok(events.every((e) => e.actorType === "staff" && e.actorStaffId === adminAccount.id), trail.join("\n"));
-    assert.ok(events.every((e) => e.ipAddress === admin.address && e.userAgent === admin.userAgent), trail.join("\n"));
+    assert.ok(
+      events.every((e) => e.actorType === "staff" && e.actorStaffId === adminAccount.id),
+      trail.join("\n"),
+    );
+    assert.ok(
+      events.every((e) => e.ipAddress === admin.address && e.userAgent === admin.userAgent),
+      trail.join("\n"),
+    );
     assert.deepEqual(JSON.parse(events[0]!.details!), { email: target.email, from: "engineer", to: "support" });
     assert.deepEqual(JSON.parse(events[1]!.details!), { reason: "role_changed", ended: 1 });
     assert.deepEqual(JSON.parse(events[3]!.details!), { reason: "disabled", ended: 1 });

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { keyToBytes } from "~/server/idempotency";
 import { pruneBatchStatement, unfinishedStatement } from "~/server/idempotency/lifecycle";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
@@ -8,8 +7,18 @@ import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { runSweep } from "~/server/sweep/runSweep";
 import { env } from "~/env";
 import {
-  chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, recordOf,
-  seedRecord, uniqueKey, untilGatewayShowsCharge,
+  chargeAtGateway,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  seedRecord,
+  uniqueKey,
+  untilGatewayShowsCharge,
 } from "./helpers";
 
 let apiKey: string;
@@ -99,10 +108,11 @@ describe("reaping abandoned requests", () => {
     const reconciled = results.reduce((n, r) => n + r.reconciled, 0);
     assert.equal(reaped, 6);
     assert.equal(reconciled, 6);
-    for (const [i, b] of bodies.entries()) assert.equal((await localCharges(b.customer_id)).length, i % 2 === 0 ? 0 : 1);
+    for (const [i, b] of bodies.entries())
+      assert.equal((await localCharges(b.customer_id)).length, i % 2 === 0 ? 0 : 1);
   });
 
-  test("a record the lookup cannot prove yet is finished once its window has passed since the last attempt, however often sweeps run", async () => {
+  test("a record the lookup cannot prove yet is finished when its window ends, however often sweeps run", async () => {
     // A lookup that lags (Stripe's search) answers "unproven" for a while after the last attempt. The
     // sweeper's own take-overs must not move that attempt time, or frequent sweeps would never finish it.
     const body = chargeBody();
@@ -178,7 +188,10 @@ describe("pruning expired records", () => {
     await insertRecords(10, new Date(Date.now() + 3_600_000), `${tag}-live`);
     // An expired record with a charge: the charge must outlive it.
     const created = await postCharge({ apiKey, key: `${tag}-charged` });
-    await db.idempotentRequest.updateMany({ where: { idempotencyKey: keyToBytes(`${tag}-charged`) }, data: { expiresAt: past } });
+    await db.idempotentRequest.updateMany({
+      where: { idempotencyKey: keyToBytes(`${tag}-charged`) },
+      data: { expiresAt: past },
+    });
 
     const pruned = await pruneExpired({ batchSize: 1_000 });
     assert.ok(pruned >= 2_501, `pruned ${pruned}`);
@@ -204,7 +217,10 @@ describe("pruning expired records", () => {
   test("an expired key that has not been pruned yet names a new operation", async () => {
     const key = uniqueKey();
     const first = await postCharge({ apiKey, key });
-    await db.idempotentRequest.updateMany({ where: { idempotencyKey: keyToBytes(key) }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    await db.idempotentRequest.updateMany({
+      where: { idempotencyKey: keyToBytes(key) },
+      data: { expiresAt: new Date(Date.now() - 1_000) },
+    });
     const again = await postCharge({ apiKey, key });
     assert.equal(again.status, 201);
     assert.equal(again.headers.get("idempotent-replay"), null);

@@ -56,7 +56,7 @@ describe("tRPC procedures", () => {
     await rejectsWith(anon.sweep.status(), "UNAUTHORIZED");
   });
 
-  test("support reads but cannot switch (FORBIDDEN); an engineer switches with a reason, audited; the same mode again is refused", async () => {
+  test("support reads, cannot switch (FORBIDDEN); an engineer switches with a reason, audited, not twice", async () => {
     await rejectsWith(as(support).rollout.setMode({ mode: "required", reason: "support tries" }), "FORBIDDEN");
     await rejectsWith(
       as(support).rollout.setClientRequired({ clientId: client.id, required: true, reason: "support tries" }),
@@ -179,7 +179,7 @@ describe("tRPC procedures", () => {
     assert.equal(crossGroups.groups.find((g) => g.idempotencyKey === key)?.attempts, 1);
   });
 
-  test("customer view: keyed and keyless charges, a possible duplicate flagged, a page for a keyless charge", async () => {
+  test("customer view: keyed and keyless charges, a possible duplicate flagged, a keyless charge's page", async () => {
     const body = chargeBody({ amount_cents: 4242 });
     const keyless = await postCharge({ apiKey: client.apiKey, body });
     const retried = await postCharge({ apiKey: client.apiKey, body });

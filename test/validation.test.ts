@@ -3,7 +3,16 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { submitCharge } from "~/server/charges/submitCharge";
 import {
-  assertError, chargeBody, closeConnections, db, gatewayCharges, newApiClient, postCharge, recordOf, recordsWithKey, uniqueKey,
+  assertError,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  recordsWithKey,
+  uniqueKey,
 } from "./helpers";
 
 let apiKey: string;
@@ -25,15 +34,25 @@ describe("authentication", () => {
 });
 
 describe("a client that hung up before its key was claimed", () => {
-  test("is not worked on: nothing stored, nothing charged; the same call with the client still there charges", async () => {
+  test("is not worked on: nothing stored or charged; the same call with the client still there charges", async () => {
     const gone = { key: uniqueKey("gone"), body: chargeBody() };
-    const outcome = await submitCharge({ apiClientId: clientId, body: gone.body, idempotencyKeyHeader: gone.key, signal: AbortSignal.abort() });
+    const outcome = await submitCharge({
+      apiClientId: clientId,
+      body: gone.body,
+      idempotencyKeyHeader: gone.key,
+      signal: AbortSignal.abort(),
+    });
     assert.equal(outcome.kind, "client_gone");
     assert.equal(await storedRecords(gone.key), 0);
     assert.equal((await gatewayCharges(gone.body.customer_id)).length, 0);
 
     const present = { key: uniqueKey("present"), body: chargeBody() };
-    const answered = await submitCharge({ apiClientId: clientId, body: present.body, idempotencyKeyHeader: present.key, signal: new AbortController().signal });
+    const answered = await submitCharge({
+      apiClientId: clientId,
+      body: present.body,
+      idempotencyKeyHeader: present.key,
+      signal: new AbortController().signal,
+    });
     assert.equal(answered.kind === "response" && answered.response.status, 201);
     assert.equal(await storedRecords(present.key), 1);
   });
@@ -42,7 +61,11 @@ describe("a client that hung up before its key was claimed", () => {
 describe("request validation happens before any key is claimed", () => {
   test("invalid fields -> 400 invalid_request with field messages, nothing stored", async () => {
     const key = uniqueKey();
-    const res = await postCharge({ apiKey, key, body: { amount_cents: -5, currency: "dollars", card_token: "visa", extra: 1 } });
+    const res = await postCharge({
+      apiKey,
+      key,
+      body: { amount_cents: -5, currency: "dollars", card_token: "visa", extra: 1 },
+    });
     assertError(res, 400, "invalid_request");
     assert.deepEqual(Object.keys(res.json.error.fields).sort(), ["amount_cents", "card_token", "currency", "extra"]);
     assert.equal(await storedRecords(key), 0);
@@ -73,7 +96,12 @@ describe("request validation happens before any key is claimed", () => {
   });
   test("wrong Content-Type -> 415", async () => {
     assertError(
-      await postCharge({ apiKey, key: uniqueKey(), rawBody: "amount=1", headers: { "Content-Type": "application/x-www-form-urlencoded" } }),
+      await postCharge({
+        apiKey,
+        key: uniqueKey(),
+        rawBody: "amount=1",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      }),
       415,
       "unsupported_media_type",
     );
@@ -90,7 +118,7 @@ describe("Idempotency-Key header", () => {
   test("empty -> 400 invalid_idempotency_key", async () => {
     assertError(await postCharge({ apiKey, key: '""' }), 400, "invalid_idempotency_key");
   });
-  test("the structured-field form \"key\" is the same key as key", async () => {
+  test('the structured-field form "key" is the same key as key', async () => {
     const key = uniqueKey();
     const body = chargeBody();
     const first = await postCharge({ apiKey, key: `"${key}"`, body });
@@ -141,12 +169,19 @@ describe("failures the database reports are told apart from bugs", () => {
     return { status: res.status, retryAfter: res.headers.get("retry-after"), code: (await res.json()).error.code };
   };
   test("lock conflicts that outlast the retries are 503 service_unavailable with Retry-After, not a 500", async () => {
-    const deadlock = Object.assign(new Error("Deadlock found when trying to get lock"), { errno: 1213, code: "ER_LOCK_DEADLOCK" });
+    const deadlock = Object.assign(new Error("Deadlock found when trying to get lock"), {
+      errno: 1213,
+      code: "ER_LOCK_DEADLOCK",
+    });
     assert.deepEqual(await answer(deadlock), { status: 503, retryAfter: "2", code: "service_unavailable" });
     const lockWait = Object.assign(new Error("Lock wait timeout exceeded"), { errno: 1205 });
     assert.equal((await answer(lockWait)).status, 503);
   });
   test("anything else unexpected is a 500 internal_error", async () => {
-    assert.deepEqual(await answer(new TypeError("x is undefined")), { status: 500, retryAfter: null, code: "internal_error" });
+    assert.deepEqual(await answer(new TypeError("x is undefined")), {
+      status: 500,
+      retryAfter: null,
+      code: "internal_error",
+    });
   });
 });

@@ -7,7 +7,14 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ChargesClient } from "~/client";
 import {
-  APP_URL, chargeBody, closeConnections, gatewayCharges, newApiClient, postCharge, startAppInstance, uniqueKey,
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  gatewayCharges,
+  newApiClient,
+  postCharge,
+  startAppInstance,
+  uniqueKey,
 } from "./helpers";
 
 const OTHER_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 5;
@@ -18,7 +25,9 @@ before(async () => ({ apiKey } = await newApiClient("waiting")));
 after(closeConnections);
 
 const getOperation = (key: string, as = apiKey) =>
-  fetch(`${APP_URL}/api/charges?idempotency_key=${encodeURIComponent(key)}`, { headers: { Authorization: `Bearer ${as}` } });
+  fetch(`${APP_URL}/api/charges?idempotency_key=${encodeURIComponent(key)}`, {
+    headers: { Authorization: `Bearer ${as}` },
+  });
 
 describe("Prefer: wait", () => {
   test("a retry into the process holding the claim waits for the answer: a replay, not a 409", async () => {
@@ -85,7 +94,7 @@ describe("Prefer: wait", () => {
 });
 
 describe("GET /api/charges?idempotency_key=K", () => {
-  test("in flight -> 409 with its age; complete -> the stored answer as a replay; another client or no key -> 404", async () => {
+  test("in flight -> 409 with its age; complete -> stored answer, replayed; other client, no key -> 404", async () => {
     const key = uniqueKey("settle");
     const body = chargeBody({ card_token: "tok_slow_1500" });
     const first = postCharge({ apiKey, key, body });

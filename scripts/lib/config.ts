@@ -76,7 +76,10 @@ type StackOptions = {
   secretFile: string | null;
 };
 
-function stack(databaseUrl: string, { appPort, gatewayPort, realStripeAllowed, extra, secretFile }: StackOptions): StackConfig {
+function stack(
+  databaseUrl: string,
+  { appPort, gatewayPort, realStripeAllowed, extra, secretFile }: StackOptions,
+): StackConfig {
   const gatewayDatabaseUrl = withDatabase(databaseUrl, `${new URL(databaseUrl).pathname.slice(1)}_gateway`);
   const simulatorUrl = `http://127.0.0.1:${gatewayPort}`;
   return {

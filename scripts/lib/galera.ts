@@ -20,9 +20,12 @@ const INSTALL_DB = "/usr/bin/mariadb-install-db";
 /** Why the cluster cannot run here, or null. */
 export function galeraMissing(): string | null {
   if (!existsSync(GALERA_PROVIDER)) return `${GALERA_PROVIDER} is missing: install it with apt-get install galera-4`;
-  if (!existsSync(SERVER) || !existsSync(INSTALL_DB)) return "MariaDB's server is missing: apt-get install mariadb-server";
-  if (!spawnSync("sh", ["-c", "command -v rsync"]).stdout.length) return "rsync is missing (state transfer): apt-get install rsync";
-  if (spawnSync("id", ["-u", "mysql"]).status !== 0) return "there is no `mysql` user (Debian's mariadb-server creates it)";
+  if (!existsSync(SERVER) || !existsSync(INSTALL_DB))
+    return "MariaDB's server is missing: apt-get install mariadb-server";
+  if (!spawnSync("sh", ["-c", "command -v rsync"]).stdout.length)
+    return "rsync is missing (state transfer): apt-get install rsync";
+  if (spawnSync("id", ["-u", "mysql"]).status !== 0)
+    return "there is no `mysql` user (Debian's mariadb-server creates it)";
   return null;
 }
 
@@ -70,8 +73,17 @@ export class GaleraNode {
     const { uid, gid } = mysqlIds();
     mkdirSync(this.dataDir, { recursive: true });
     if (bootstrap && !existsSync(path.join(this.dataDir, "mysql"))) {
-      const init = spawnSync(INSTALL_DB, ["--no-defaults", `--datadir=${this.dataDir}`, "--user=mysql", "--skip-test-db",
-        "--auth-root-authentication-method=normal"], { encoding: "utf8" });
+      const init = spawnSync(
+        INSTALL_DB,
+        [
+          "--no-defaults",
+          `--datadir=${this.dataDir}`,
+          "--user=mysql",
+          "--skip-test-db",
+          "--auth-root-authentication-method=normal",
+        ],
+        { encoding: "utf8" },
+      );
       if (init.status !== 0) throw new Error(`mariadb-install-db failed:\n${init.stdout}\n${init.stderr}`);
     }
     chownTree(this.dataDir, uid, gid);
@@ -80,45 +92,58 @@ export class GaleraNode {
       `gmcast.listen_addr=tcp://127.0.0.1:${this.ports.group}`,
       `ist.recv_addr=127.0.0.1:${this.ports.ist}`,
       // A killed node is noticed and left out within seconds (the defaults take 15 s, stalling every commit).
-      "evs.keepalive_period=PT0.5S", "evs.inactive_check_period=PT0.5S", "evs.suspect_timeout=PT2S", "evs.inactive_timeout=PT3S",
+      "evs.keepalive_period=PT0.5S",
+      "evs.inactive_check_period=PT0.5S",
+      "evs.suspect_timeout=PT2S",
+      "evs.inactive_timeout=PT3S",
       "gcache.size=64M",
     ].join(";");
-    this.child = spawn(SERVER, [
-      "--no-defaults",
-      `--datadir=${this.dataDir}`,
-      `--port=${this.ports.sql}`,
-      "--bind-address=127.0.0.1",
-      `--socket=${this.socket}`,
-      `--pid-file=${path.join(this.dataDir, "mariadb.pid")}`,
-      `--log-error=${path.join(this.dataDir, "error.log")}`,
-      "--user=mysql",
-      "--skip-name-resolve",
-      "--innodb-buffer-pool-size=64M",
-      "--innodb-log-file-size=16M",
-      "--max-connections=300",
-      "--binlog-format=ROW",
-      "--innodb-autoinc-lock-mode=2",
-      "--wsrep-on=ON",
-      `--wsrep-provider=${GALERA_PROVIDER}`,
-      `--wsrep-cluster-name=charges-test${testSlot}`,
-      `--wsrep-cluster-address=gcomm://${this.peers.map(group).join(",")}`,
-      `--wsrep-node-name=node${this.index}`,
-      "--wsrep-node-address=127.0.0.1",
-      `--wsrep-node-incoming-address=127.0.0.1:${this.ports.sql}`,
-      `--wsrep-provider-options=${providerOptions}`,
-      "--wsrep-sst-method=rsync",
-      `--wsrep-sst-receive-address=127.0.0.1:${this.ports.sst}`,
-      // An autocommit statement that fails certification reaches the app as 1213 instead of being
-      // re-run by the server: the claim's own retry is what the cluster test exercises.
-      "--wsrep-retry-autocommit=0",
-      ...(bootstrap ? ["--wsrep-new-cluster"] : []),
-    ], { stdio: "ignore", env: { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/bin:/usr/sbin:/bin` } });
+    this.child = spawn(
+      SERVER,
+      [
+        "--no-defaults",
+        `--datadir=${this.dataDir}`,
+        `--port=${this.ports.sql}`,
+        "--bind-address=127.0.0.1",
+        `--socket=${this.socket}`,
+        `--pid-file=${path.join(this.dataDir, "mariadb.pid")}`,
+        `--log-error=${path.join(this.dataDir, "error.log")}`,
+        "--user=mysql",
+        "--skip-name-resolve",
+        "--innodb-buffer-pool-size=64M",
+        "--innodb-log-file-size=16M",
+        "--max-connections=300",
+        "--binlog-format=ROW",
+        "--innodb-autoinc-lock-mode=2",
+        "--wsrep-on=ON",
+        `--wsrep-provider=${GALERA_PROVIDER}`,
+        `--wsrep-cluster-name=charges-test${testSlot}`,
+        `--wsrep-cluster-address=gcomm://${this.peers.map(group).join(",")}`,
+        `--wsrep-node-name=node${this.index}`,
+        "--wsrep-node-address=127.0.0.1",
+        `--wsrep-node-incoming-address=127.0.0.1:${this.ports.sql}`,
+        `--wsrep-provider-options=${providerOptions}`,
+        "--wsrep-sst-method=rsync",
+        `--wsrep-sst-receive-address=127.0.0.1:${this.ports.sst}`,
+        // An autocommit statement that fails certification reaches the app as 1213 instead of being
+        // re-run by the server: the claim's own retry is what the cluster test exercises.
+        "--wsrep-retry-autocommit=0",
+        ...(bootstrap ? ["--wsrep-new-cluster"] : []),
+      ],
+      { stdio: "ignore", env: { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/bin:/usr/sbin:/bin` } },
+    );
     await this.waitUntilSynced(120_000);
   }
 
   /** A connection over TCP as root (the cluster's nodes accept it once the first node has been set up). */
   connect(database?: string): Promise<mariadb.Connection> {
-    return mariadb.createConnection({ host: "127.0.0.1", port: this.ports.sql, user: "root", database, connectTimeout: 2_000 });
+    return mariadb.createConnection({
+      host: "127.0.0.1",
+      port: this.ports.sql,
+      user: "root",
+      database,
+      connectTimeout: 2_000,
+    });
   }
 
   async status(names: string[]): Promise<Record<string, string>> {
@@ -137,7 +162,8 @@ export class GaleraNode {
   private async waitUntilSynced(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (!this.running) throw new Error(`galera node${this.index} exited; see ${path.join(this.dataDir, "error.log")}`);
+      if (!this.running)
+        throw new Error(`galera node${this.index} exited; see ${path.join(this.dataDir, "error.log")}`);
       try {
         const status = await this.status(["wsrep_local_state_comment", "wsrep_ready"]);
         if (status.wsrep_local_state_comment === "Synced" && status.wsrep_ready === "ON") return;
@@ -170,7 +196,10 @@ export class GaleraCluster {
    */
   constructor(readonly baseDir = path.join(tmpdir(), `charges-galera${testSlot}`)) {
     const ports = [0, 1, 2].map((i) => ({
-      sql: slotPort.cluster(i), group: slotPort.cluster(3 + i), ist: slotPort.cluster(6 + i), sst: slotPort.cluster(9 + i),
+      sql: slotPort.cluster(i),
+      group: slotPort.cluster(3 + i),
+      ist: slotPort.cluster(6 + i),
+      sst: slotPort.cluster(9 + i),
     }));
     const groupPorts = ports.map((p) => p.group);
     this.nodes = ports.map((p, i) => new GaleraNode(i, path.join(this.baseDir, `node${i}`), p, groupPorts));

@@ -28,7 +28,8 @@ export async function isReachable(url: string): Promise<boolean> {
 export async function waitUntilReachable(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await isReachable(url))) {
-    if (Date.now() > deadline) throw new Error(`MariaDB at ${new URL(url).host} did not come up within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`MariaDB at ${new URL(url).host} did not come up within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -65,12 +66,19 @@ export class PrivateMariaDb {
   async start(): Promise<void> {
     const server = findBinary("mariadbd") ?? findBinary("mysqld");
     const installer = findBinary("mariadb-install-db") ?? findBinary("mysql_install_db");
-    if (!server || !installer) throw new Error("no MariaDB/MySQL server binary found (install the mariadb-server package)");
+    if (!server || !installer)
+      throw new Error("no MariaDB/MySQL server binary found (install the mariadb-server package)");
     if (!existsSync(path.join(this.dataDir, "mysql"))) {
       mkdirSync(this.dataDir, { recursive: true });
       const init = spawnSync(
         installer,
-        ["--no-defaults", `--datadir=${this.dataDir}`, "--auth-root-authentication-method=normal", "--skip-test-db", `--user=${process.env.USER ?? "root"}`],
+        [
+          "--no-defaults",
+          `--datadir=${this.dataDir}`,
+          "--auth-root-authentication-method=normal",
+          "--skip-test-db",
+          `--user=${process.env.USER ?? "root"}`,
+        ],
         { encoding: "utf8" },
       );
       if (init.status !== 0) throw new Error(`mariadb-install-db failed:\n${init.stdout}\n${init.stderr}`);
@@ -115,7 +123,8 @@ export async function ensureServer(url: string, dataDir: string): Promise<Privat
   if (!["127.0.0.1", "localhost"].includes(u.hostname) || !PrivateMariaDb.available()) {
     throw new Error(
       `Cannot reach MariaDB/MySQL at ${u.host} (DATABASE_URL).\n` +
-        "Start your database server, point DATABASE_URL at one, or install MariaDB (Debian: apt-get install mariadb-server) " +
+        "Start your database server, point DATABASE_URL at one, " +
+        "or install MariaDB (Debian: apt-get install mariadb-server) " +
         "so that a private instance can be started under .data/.",
     );
   }

@@ -22,7 +22,10 @@ const BOOKKEEPING = `CREATE TABLE IF NOT EXISTS \`_prisma_migrations\` (
 
 type AppliedRow = { migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null };
 
-export async function applyMigrations(url: string, migrationsDir = path.resolve("prisma/migrations")): Promise<string[]> {
+export async function applyMigrations(
+  url: string,
+  migrationsDir = path.resolve("prisma/migrations"),
+): Promise<string[]> {
   const conn = await mariadb.createConnection({ ...connectionOptions(url, true), multipleStatements: true });
   const appliedNow: string[] = [];
   try {
@@ -44,14 +47,18 @@ export async function applyMigrations(url: string, migrationsDir = path.resolve(
       const previous = applied.get(name);
       if (previous) {
         if (!previous.finished_at) {
-          throw new Error(`Migration ${name} failed earlier; fix the database and mark it rolled back (see prisma migrate resolve).`);
+          throw new Error(
+            `Migration ${name} failed earlier; fix the database and mark it rolled back (see prisma migrate resolve).`,
+          );
         }
-        if (previous.checksum !== checksum) console.warn(`warning: migration ${name} was modified after it was applied`);
+        if (previous.checksum !== checksum)
+          console.warn(`warning: migration ${name} was modified after it was applied`);
         continue;
       }
       const id = randomUUID();
       await conn.query(
-        "INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count) VALUES (?, ?, ?, UTC_TIMESTAMP(3), 0)",
+        "INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count) " +
+          "VALUES (?, ?, ?, UTC_TIMESTAMP(3), 0)",
         [id, checksum, name],
       );
       try {

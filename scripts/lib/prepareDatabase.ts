@@ -7,7 +7,10 @@ import { applyMigrations } from "./migrate";
  * Makes the database usable: a server (the configured one, or a private one
  * under .data/), the app's database, migrations applied.
  */
-export async function prepareDatabase(databaseUrl: string, { fresh = false } = {}): Promise<PrivateMariaDb | undefined> {
+export async function prepareDatabase(
+  databaseUrl: string,
+  { fresh = false } = {},
+): Promise<PrivateMariaDb | undefined> {
   const server = await ensureServer(databaseUrl, path.join(root, ".data/mariadb"));
   await createDatabase(databaseUrl, { dropFirst: fresh });
   const applied = await applyMigrations(databaseUrl, path.join(root, "prisma/migrations"));

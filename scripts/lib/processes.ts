@@ -60,10 +60,22 @@ function stdio({ quiet = false, log }: Output): StdioOptions {
   return ["ignore", quiet ? "ignore" : "inherit", "inherit"];
 }
 
-async function startService(name: string, command: string, args: string[], env: Env, healthUrl: string, baseUrl: string, output: Output) {
-  if (await answers(healthUrl)) throw new Error(`${name}: ${baseUrl} already answers; stop the process left on that port first`);
+async function startService(
+  name: string,
+  command: string,
+  args: string[],
+  env: Env,
+  healthUrl: string,
+  baseUrl: string,
+  output: Output,
+) {
+  if (await answers(healthUrl))
+    throw new Error(`${name}: ${baseUrl} already answers; stop the process left on that port first`);
   const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: stdio(output) });
-  return { service: { name, url: baseUrl, child, stop: () => stopChild(child) } as Service, ready: waitForHttp(healthUrl, 120_000, child) };
+  return {
+    service: { name, url: baseUrl, child, stop: () => stopChild(child) } as Service,
+    ready: waitForHttp(healthUrl, 120_000, child),
+  };
 }
 
 /** The simulated payment gateway (both protocols), on its own port with its own database. */

@@ -93,7 +93,12 @@ export class ChargesClient {
     if (reference === undefined) return this.send(idempotencyKey ?? newIdempotencyKey(), body);
 
     const store = this.requireStore();
-    const operation = { reference, idempotencyKey: idempotencyKey ?? newIdempotencyKey(), body, createdAt: new Date().toISOString() };
+    const operation = {
+      reference,
+      idempotencyKey: idempotencyKey ?? newIdempotencyKey(),
+      body,
+      createdAt: new Date().toISOString(),
+    };
     const stored = await store.saveIfAbsent(operation);
     const keyDiffers = idempotencyKey !== undefined && stored.idempotencyKey !== idempotencyKey;
     if (stored.body !== body || keyDiffers) throw new OperationMismatchError(reference);

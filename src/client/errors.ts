@@ -3,7 +3,10 @@ import type { ApiErrorBody } from "./types";
 
 /** The key cannot be sent: nothing was sent. */
 export class InvalidIdempotencyKeyError extends TypeError {
-  constructor(readonly idempotencyKey: string, reason: string) {
+  constructor(
+    readonly idempotencyKey: string,
+    reason: string,
+  ) {
     super(`${reason}. Use one UUIDv4 per operation (1 to ${MAX_KEY_LENGTH} printable ASCII characters).`);
     this.name = "InvalidIdempotencyKeyError";
   }

@@ -42,12 +42,14 @@ export class FileOperationStore implements OperationStore {
   }
 
   private change<T>(apply: (all: Contents) => T): Promise<T> {
-    const run = this.queue.catch(() => {}).then(async () => {
-      const all = await this.read();
-      const result = apply(all);
-      await this.write(all);
-      return result;
-    });
+    const run = this.queue
+      .catch(() => {})
+      .then(async () => {
+        const all = await this.read();
+        const result = apply(all);
+        await this.write(all);
+        return result;
+      });
     this.queue = run;
     return run;
   }

@@ -17,7 +17,10 @@ export function isRetryable({ status, code, replayed }: Answer): boolean {
   return RETRYABLE_STATUSES_WITHOUT_CODE.includes(status);
 }
 
-/** `Retry-After` in milliseconds from `now`: delay-seconds or an HTTP date (RFC 9110 §10.2.3); 0 if absent or invalid. */
+/**
+ * `Retry-After` in milliseconds from `now`: delay-seconds or an HTTP date
+ * (RFC 9110 §10.2.3); 0 if absent or invalid.
+ */
 export function retryAfterMs(value: string | null, now = Date.now()): number {
   if (!value) return 0;
   const trimmed = value.trim();
@@ -49,7 +52,13 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
  * How long to wait before the next attempt. Retry-After is a floor. When the server already waited for the
  * outcome (Preference-Applied) it paced the client itself: no backoff on top.
  */
-export function nextDelayMs(opts: { attempt: number; retryAfterMs: number; serverWaited: boolean; baseMs: number; maxMs: number }): number {
+export function nextDelayMs(opts: {
+  attempt: number;
+  retryAfterMs: number;
+  serverWaited: boolean;
+  baseMs: number;
+  maxMs: number;
+}): number {
   if (opts.serverWaited) return opts.retryAfterMs;
   return Math.max(opts.retryAfterMs, backoffMs(opts.attempt, opts.baseMs, opts.maxMs));
 }

@@ -87,7 +87,9 @@ function databaseOptions(url: string): mariadb.PoolConfig {
 /** Columns added after the first release of the simulator, for gateway databases made before them. */
 const LATER_COLUMNS: Record<string, string> = {
   metadata: "ALTER TABLE sim_charges ADD COLUMN metadata JSON NULL",
-  seq: "ALTER TABLE sim_charges ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY sim_charges_seq (seq), ADD KEY sim_charges_created (created_at, seq)",
+  seq:
+    "ALTER TABLE sim_charges ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT, " +
+    "ADD UNIQUE KEY sim_charges_seq (seq), ADD KEY sim_charges_created (created_at, seq)",
 };
 
 async function ensureSchema(url: string) {
@@ -199,10 +201,24 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     // The money moves here, before the (possibly slow) answer: a caller that
     // gives up waiting has still been charged.
     await pool.query(
-      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token, status,
-         decline_code, message, created_at, respond_after, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [row.id, key, hash, row.amount_cents, row.currency, row.customer_id, parsed.card_token, row.status,
-        row.decline_code, row.message, row.created_at, row.respond_after, row.metadata ? JSON.stringify(row.metadata) : null],
+      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token,
+         status, decline_code, message, created_at, respond_after, metadata)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        row.id,
+        key,
+        hash,
+        row.amount_cents,
+        row.currency,
+        row.customer_id,
+        parsed.card_token,
+        row.status,
+        row.decline_code,
+        row.message,
+        row.created_at,
+        row.respond_after,
+        row.metadata ? JSON.stringify(row.metadata) : null,
+      ],
     );
   } catch (error) {
     if ((error as { errno?: number }).errno !== 1062) throw error;
@@ -214,7 +230,9 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     return answer(res, existing);
   }
   if (behaviour.kind === "charge_then_error") {
-    return send(res, 500, { error: { code: "processing_error", message: "Simulated failure after the charge was made" } });
+    return send(res, 500, {
+      error: { code: "processing_error", message: "Simulated failure after the charge was made" },
+    });
   }
   return answer(res, row);
 }
@@ -228,7 +246,9 @@ async function listCharges(url: URL, res: ServerResponse) {
   const after = Number(url.searchParams.get("starting_after") ?? 0);
   const limit = Math.min(LIST_MAX, Math.max(1, Number(url.searchParams.get("limit") ?? LIST_MAX)));
   if ([since.getTime(), until.getTime(), after, limit].some((v) => !Number.isFinite(v))) {
-    return send(res, 400, { error: { code: "invalid_request", message: "created_gte, created_lt, starting_after, limit" } });
+    return send(res, 400, {
+      error: { code: "invalid_request", message: "created_gte, created_lt, starting_after, limit" },
+    });
   }
   // Paging by seq inside the window returns each of its rows exactly once, and
   // seq follows creation closely enough to read as "oldest first".
@@ -237,7 +257,11 @@ async function listCharges(url: URL, res: ServerResponse) {
     [since, until, after, limit + 1],
   );
   const page = rows.slice(0, limit);
-  send(res, 200, { data: page.map(toWire), has_more: rows.length > limit, next_cursor: rows.length > limit ? String(page.at(-1)!.seq) : null });
+  send(res, 200, {
+    data: page.map(toWire),
+    has_more: rows.length > limit,
+    next_cursor: rows.length > limit ? String(page.at(-1)!.seq) : null,
+  });
 }
 
 const server = createServer((req, res) => {

@@ -53,7 +53,9 @@ Idempotent payments. A retry of a request never charges twice, because each logi
 
 Every error code, and what a client should do about it.
 
-${API_ERROR_CODES.filter((code) => code !== "client_closed_request").map(errorSection).join("\n")}
+${API_ERROR_CODES.filter((code) => code !== "client_closed_request")
+  .map(errorSection)
+  .join("\n")}
 `;
 
 const content = (schema: object) => ({ "application/json": { schema } });
@@ -62,19 +64,31 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const headerDocs = {
   "Retry-After": { description: "Seconds to wait before retrying with the same key", schema: { type: "string" } },
   Link: { description: 'The documentation of the error, `<...>; rel="describedby"`', schema: { type: "string" } },
-  "Idempotent-Replay": { description: "`true` on a replayed (stored) answer", schema: { type: "string", enum: ["true"] } },
-  "Idempotent-Replayed": { description: "Stripe's name for Idempotent-Replay", schema: { type: "string", enum: ["true"] } },
+  "Idempotent-Replay": {
+    description: "`true` on a replayed (stored) answer",
+    schema: { type: "string", enum: ["true"] },
+  },
+  "Idempotent-Replayed": {
+    description: "Stripe's name for Idempotent-Replay",
+    schema: { type: "string", enum: ["true"] },
+  },
   "Preference-Applied": { description: "`wait=N` when the server waited for the outcome", schema: { type: "string" } },
 };
-const replayHeaders = { "Idempotent-Replay": headerDocs["Idempotent-Replay"], "Idempotent-Replayed": headerDocs["Idempotent-Replayed"] };
+const replayHeaders = {
+  "Idempotent-Replay": headerDocs["Idempotent-Replay"],
+  "Idempotent-Replayed": headerDocs["Idempotent-Replayed"],
+};
 
 /** The documented error responses of an operation, grouped by status, from the registry. */
 function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, object> = {}) {
   const byStatus = new Map<number, ApiErrorCode[]>();
-  for (const code of codes) byStatus.set(API_ERRORS[code].status, [...(byStatus.get(API_ERRORS[code].status) ?? []), code]);
+  for (const code of codes)
+    byStatus.set(API_ERRORS[code].status, [...(byStatus.get(API_ERRORS[code].status) ?? []), code]);
   return Object.fromEntries(
     [...byStatus].map(([status, group]) => {
-      const specs = group.map((code) => API_ERRORS[code] as { retryAfterSeconds?: number; idempotency?: boolean; stored?: boolean });
+      const specs = group.map(
+        (code) => API_ERRORS[code] as { retryAfterSeconds?: number; idempotency?: boolean; stored?: boolean },
+      );
       const headers: Record<string, object> = { ...extraHeaders };
       if (specs.some((s) => s.retryAfterSeconds)) headers["Retry-After"] = headerDocs["Retry-After"];
       if (specs.some((s) => s.idempotency)) headers.Link = headerDocs.Link;
@@ -85,7 +99,10 @@ function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, obje
         {
           description: `${list}: ${group.map((code) => API_ERRORS[code].message).join(" / ")}`,
           ...(Object.keys(headers).length ? { headers } : {}),
-          content: { "application/json": { schema: ref("Error") }, "application/problem+json": { schema: ref("Problem") } },
+          content: {
+            "application/json": { schema: ref("Error") },
+            "application/problem+json": { schema: ref("Problem") },
+          },
         },
       ];
     }),
@@ -106,14 +123,27 @@ const preferHeader = {
   name: "Prefer",
   in: "header",
   required: false,
-  description: "`wait=N` (RFC 7240): on a retry that finds the operation in flight, wait up to N seconds for its outcome.",
+  description:
+    "`wait=N` (RFC 7240): on a retry that finds the operation in flight, wait up to N seconds for its outcome.",
   schema: { type: "string", example: "wait=5" },
 };
 
 const chargeErrors: ApiErrorCode[] = [
-  "invalid_request", "invalid_json", "invalid_idempotency_key", "idempotency_key_required", "unauthorized",
-  "card_declined", "request_in_progress", "body_too_large", "unsupported_media_type", "idempotency_key_reused",
-  "internal_error", "request_abandoned", "gateway_unavailable", "charge_outcome_unknown", "service_unavailable",
+  "invalid_request",
+  "invalid_json",
+  "invalid_idempotency_key",
+  "idempotency_key_required",
+  "unauthorized",
+  "card_declined",
+  "request_in_progress",
+  "body_too_large",
+  "unsupported_media_type",
+  "idempotency_key_reused",
+  "internal_error",
+  "request_abandoned",
+  "gateway_unavailable",
+  "charge_outcome_unknown",
+  "service_unavailable",
 ];
 
 export const openApiDocument = {
@@ -163,9 +193,20 @@ export const openApiDocument = {
           },
         ],
         responses: {
-          "201": { description: "Complete: the stored answer, a charge.", headers: replayHeaders, content: content(ref("Charge")) },
-          ...errorResponses(["invalid_idempotency_key", "unauthorized", "card_declined", "not_found", "request_in_progress",
-            "request_abandoned", "service_unavailable"]),
+          "201": {
+            description: "Complete: the stored answer, a charge.",
+            headers: replayHeaders,
+            content: content(ref("Charge")),
+          },
+          ...errorResponses([
+            "invalid_idempotency_key",
+            "unauthorized",
+            "card_declined",
+            "not_found",
+            "request_in_progress",
+            "request_abandoned",
+            "service_unavailable",
+          ]),
         },
       },
     },
@@ -203,7 +244,15 @@ export const openApiDocument = {
         type: "object",
         additionalProperties: false,
         required: [
-          "id", "object", "amount_cents", "currency", "status", "customer_id", "failure_code", "gateway_charge_id", "created_at",
+          "id",
+          "object",
+          "amount_cents",
+          "currency",
+          "status",
+          "customer_id",
+          "failure_code",
+          "gateway_charge_id",
+          "created_at",
         ],
         properties: {
           id: { type: "string", pattern: "^ch_" },
@@ -223,7 +272,10 @@ export const openApiDocument = {
           fields: { type: "object", additionalProperties: { type: "array", items: { type: "string" } } },
           decline_code: { type: ["string", "null"] },
           charge: { type: "string" },
-          age_seconds: { type: "number", description: "request_in_progress: how long the operation has been in flight" },
+          age_seconds: {
+            type: "number",
+            description: "request_in_progress: how long the operation has been in flight",
+          },
         },
       },
       Error: {
@@ -248,7 +300,11 @@ export const openApiDocument = {
         type: "object",
         required: ["type", "title", "status", "detail", "code"],
         properties: {
-          type: { type: "string", format: "uri", description: "The code's entry in the API reference (also `doc_url`)" },
+          type: {
+            type: "string",
+            format: "uri",
+            description: "The code's entry in the API reference (also `doc_url`)",
+          },
           title: { type: "string" },
           status: { type: "integer" },
           detail: { type: "string" },

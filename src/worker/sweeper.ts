@@ -22,7 +22,8 @@ if (process.argv.includes("--once")) {
   log.info({ intervalMs: env.SWEEP_INTERVAL_MS, reapAfterMs: env.REAP_AFTER_MS }, "sweeper started");
   while (!stopping) {
     await sweepOnce().catch((error: unknown) => log.error({ err: error }, "sweep failed"));
-    for (let waited = 0; waited < env.SWEEP_INTERVAL_MS && !stopping; waited += 250) await new Promise((r) => setTimeout(r, 250));
+    for (let waited = 0; waited < env.SWEEP_INTERVAL_MS && !stopping; waited += 250)
+      await new Promise((r) => setTimeout(r, 250));
   }
   await disconnectDatabase();
 }

@@ -32,10 +32,17 @@ export async function startClusterStack() {
   await applyMigrations(`${cluster.nodes[0]!.url}${DATABASE}`);
 
   const main = process.env.DATABASE_URL ?? "mysql://root@127.0.0.1:3306/charges";
-  const gatewayDatabaseUrl = Object.assign(new URL(main), { pathname: `/${slotDatabase("charges_cluster")}_gateway` }).toString();
+  const gatewayDatabaseUrl = Object.assign(new URL(main), {
+    pathname: `/${slotDatabase("charges_cluster")}_gateway`,
+  }).toString();
   await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
   const gatewayPort = slotPort.gateway(12);
-  const gateway = await startGateway({ port: gatewayPort, databaseUrl: gatewayDatabaseUrl, searchLagMs: 500, quiet: true });
+  const gateway = await startGateway({
+    port: gatewayPort,
+    databaseUrl: gatewayDatabaseUrl,
+    searchLagMs: 500,
+    quiet: true,
+  });
 
   const env = {
     NODE_ENV: "test",

@@ -41,4 +41,3 @@ describe("a charge id that is not valid percent-encoding", () => {
     });
   }
 });
-

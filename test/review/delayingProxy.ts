@@ -32,7 +32,10 @@ export async function delayingProxy(upstreamPort: number) {
           ({ client, chunks }) =>
             new Promise<void>((resolve) => {
               const upstream = connect(upstreamPort, "127.0.0.1", () => upstream.write(Buffer.concat(chunks)));
-              const done = () => (upstream.destroy(), resolve());
+              const done = () => {
+                upstream.destroy();
+                resolve();
+              };
               upstream.on("data", (c: Buffer) => {
                 if (answerTheApp && !client.destroyed) client.write(c);
                 setTimeout(done, 200);

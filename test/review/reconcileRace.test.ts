@@ -21,8 +21,17 @@ import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { reconcileLedger } from "~/server/ledger/reconcile";
 import {
-  chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, seedRecord,
-  uniqueKey, waitFor,
+  chargeAtGateway,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  seedRecord,
+  uniqueKey,
+  waitFor,
 } from "../helpers";
 
 let apiKey: string;
@@ -53,7 +62,8 @@ describe("a charge that completes while the reconciliation runs", () => {
       await waitFor("the run to wait on the orphan's row", async () => {
         await new Promise((r) => setTimeout(r, 150)); // innodb_trx is refreshed at most every 100 ms
         const rows: unknown[] = await outside.query(
-          "SELECT trx_id FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE idempotent_requests%'",
+          "SELECT trx_id FROM information_schema.innodb_trx " +
+            "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE idempotent_requests%'",
         );
         return rows.length > 0;
       });
@@ -67,9 +77,16 @@ describe("a charge that completes while the reconciliation runs", () => {
       assert.equal((await localCharges(body.customer_id)).length, 1, "the app has the live charge");
       const about = result.findings.filter((f) => f.gatewayChargeId === gatewayCharge!.id);
       try {
-        assert.deepEqual(about.map((f) => [f.kind, f.evidence.why]), [], "no mismatch about a charge the app has");
+        assert.deepEqual(
+          about.map((f) => [f.kind, f.evidence.why]),
+          [],
+          "no mismatch about a charge the app has",
+        );
       } finally {
-        await db.ledgerMismatch.updateMany({ where: { gatewayChargeId: gatewayCharge!.id }, data: { resolvedAt: new Date() } });
+        await db.ledgerMismatch.updateMany({
+          where: { gatewayChargeId: gatewayCharge!.id },
+          data: { resolvedAt: new Date() },
+        });
       }
     } finally {
       if (!released) await outside.query("ROLLBACK").catch(() => {});

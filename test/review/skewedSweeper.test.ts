@@ -24,8 +24,18 @@ import { after, before, describe, test } from "node:test";
 import { env } from "~/env";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import {
-  chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge, recordOf, removeGatewayCharges,
-  startAppInstance, uniqueKey, waitFor,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  recordOf,
+  removeGatewayCharges,
+  startAppInstance,
+  uniqueKey,
+  waitFor,
 } from "../helpers";
 import { delayingProxy } from "./delayingProxy";
 
@@ -45,7 +55,9 @@ function skewClock(ms: number): () => void {
     }
   }
   globalThis.Date = SkewedDate as DateConstructor;
-  return () => void (globalThis.Date = RealDate);
+  return () => {
+    globalThis.Date = RealDate;
+  };
 }
 
 let apiKey: string;
@@ -65,7 +77,7 @@ describe("a sweeper whose clock is ahead", () => {
 
       // A sweeper on a host whose clock is REAP_AFTER_MS + 1 s ahead.
       const restore = skewClock(env.REAP_AFTER_MS + 1_000);
-      let swept;
+      let swept: Awaited<ReturnType<typeof reapAbandoned>>;
       try {
         swept = await reapAbandoned();
       } finally {
@@ -79,15 +91,20 @@ describe("a sweeper whose clock is ahead", () => {
       const res = await answer;
       const atGateway = await gatewayCharges(body.customer_id);
       const inApp = await localCharges(body.customer_id);
-      console.log(`client told ${res.status} ${res.json?.error?.code ?? ""}; gateway charges ${atGateway.length}, ` +
-        `app charges ${inApp.length}`);
+      console.log(
+        `client told ${res.status} ${res.json?.error?.code ?? ""}; gateway charges ${atGateway.length}, ` +
+          `app charges ${inApp.length}`,
+      );
       try {
         assert.equal(after.phase.name, "held", "a live claim is not the sweeper's to finish");
         assert.equal(res.status, 201, res.text);
       } finally {
         if (inApp.length === 0) {
           await removeGatewayCharges(atGateway.map((c) => c.id));
-          await db.ledgerMismatch.updateMany({ where: { gatewayChargeId: { in: atGateway.map((c) => c.id) } }, data: { resolvedAt: new Date() } });
+          await db.ledgerMismatch.updateMany({
+            where: { gatewayChargeId: { in: atGateway.map((c) => c.id) } },
+            data: { resolvedAt: new Date() },
+          });
         }
       }
     } finally {

@@ -27,22 +27,27 @@ import { closeConnections } from "../helpers";
 
 let gatewayDb: mariadb.Pool;
 before(() => {
-  gatewayDb = mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+  gatewayDb = mariadb.createPool({
+    ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+    connectionLimit: 2,
+  });
 });
 after(async () => {
   await gatewayDb.end();
   await closeConnections();
 });
 
-describe("a PaymentIntent of another integration awaiting capture", { skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only" }, () => {
+describe("a PaymentIntent of another integration awaiting capture", {
+  skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+}, () => {
   test("does not make the reconciliation of its window fail", async () => {
     const id = `pi_${randomBytes(12).toString("hex")}`;
     const now = new Date();
     await gatewayDb.query(
       `INSERT INTO sim_payment_intents (id, idempotency_key, amount, currency, payment_method, status, latest_charge,
          last_payment_error, metadata, description, created, created_at, searchable_at)
-       VALUES (?, NULL, 5000, 'usd', 'pm_card_visa', 'requires_capture', NULL, NULL, '{"order":"A-17"}', 'manual capture',
-               ?, ?, ?)`,
+       VALUES (?, NULL, 5000, 'usd', 'pm_card_visa', 'requires_capture', NULL, NULL, '{"order":"A-17"}',
+               'manual capture', ?, ?, ?)`,
       [id, Math.floor(now.getTime() / 1000) - 5, new Date(now.getTime() - 5_000), now],
     );
     try {

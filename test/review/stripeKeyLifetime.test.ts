@@ -28,8 +28,17 @@ import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { deriveGatewayKey } from "~/server/gateway";
 import { reconcileLedger } from "~/server/ledger/reconcile";
 import {
-  chargeAtGateway, chargeBody, closeConnections, db, gatewayCharges, localCharges, newApiClient, postCharge,
-  removeGatewayCharges, seedRecord, uniqueKey,
+  chargeAtGateway,
+  chargeBody,
+  closeConnections,
+  db,
+  gatewayCharges,
+  localCharges,
+  newApiClient,
+  postCharge,
+  removeGatewayCharges,
+  seedRecord,
+  uniqueKey,
 } from "../helpers";
 
 const HOUR = 3_600_000;
@@ -38,7 +47,10 @@ let clientId: number;
 let gatewayDb: mariadb.Pool;
 before(async () => {
   ({ apiKey, id: clientId } = await newApiClient("review stripe key lifetime"));
-  gatewayDb = mariadb.createPool({ ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!), connectionLimit: 2 });
+  gatewayDb = mariadb.createPool({
+    ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+    connectionLimit: 2,
+  });
 });
 after(async () => {
   await gatewayDb.end();
@@ -58,7 +70,9 @@ async function ageAtGateway(gatewayKey: string, intentId: string) {
   );
 }
 
-describe("a released claim older than the gateway's key lifetime", { skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only" }, () => {
+describe("a released claim older than the gateway's key lifetime", {
+  skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+}, () => {
   test("is not charged again when it is retried", async () => {
     const key = uniqueKey("day-old");
     const body = chargeBody();
@@ -70,8 +84,10 @@ describe("a released claim older than the gateway's key lifetime", { skip: env.G
     // The client (or an operator replaying a queue) retries the operation with its key.
     const retry = await postCharge({ apiKey, key, body });
     const atGateway = await gatewayCharges(body.customer_id);
-    console.log(`retry answered ${retry.status} ${retry.json?.gateway_charge_id ?? retry.text}; first charge ${first.id}; ` +
-      `gateway charges ${atGateway.map((c) => c.id)}; app charges ${(await localCharges(body.customer_id)).length}`);
+    console.log(
+      `retry answered ${retry.status} ${retry.json?.gateway_charge_id ?? retry.text}; first charge ${first.id}; ` +
+        `gateway charges ${atGateway.map((c) => c.id)}; app charges ${(await localCharges(body.customer_id)).length}`,
+    );
     assert.equal(atGateway.length, 1, "one operation, one charge at the gateway");
     assert.equal(retry.status, 201);
     assert.equal(retry.json.gateway_charge_id, first.id, "the retry is answered with the charge made a day ago");

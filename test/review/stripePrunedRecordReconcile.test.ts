@@ -31,7 +31,8 @@ describe("an app charge whose record was pruned", { skip: env.GATEWAY !== "strip
     await gatewayCharges(body.customer_id);
     // Its record lived its 24 h and was pruned (the charge row stays, pointing at no record).
     await db.$executeRawUnsafe(
-      "UPDATE idempotent_requests SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = (SELECT idempotent_request_id FROM charges WHERE id = ?)",
+      "UPDATE idempotent_requests SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND " +
+        "WHERE id = (SELECT idempotent_request_id FROM charges WHERE id = ?)",
       res.json.id,
     );
     await pruneExpired();

@@ -20,7 +20,9 @@ let apiKey: string;
 before(async () => ({ apiKey } = await newApiClient("review stripe window")));
 after(closeConnections);
 
-describe("a reconciliation window that ends just after a charge", { skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only" }, () => {
+describe("a reconciliation window that ends just after a charge", {
+  skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+}, () => {
   test("reports no mismatch for a charge that is in order", async () => {
     // Start at the top of a second, so the charge and the run's end fall in the same second.
     await new Promise((r) => setTimeout(r, 1_000 - (Date.now() % 1_000) + 20));
@@ -30,7 +32,11 @@ describe("a reconciliation window that ends just after a charge", { skip: env.GA
     const result = await reconcileLedger({ since });
     const about = result.findings.filter((f) => f.chargeId === charged.json.id);
     try {
-      assert.deepEqual(about.map((f) => [f.kind, f.evidence.why]), [], "the charge and its PaymentIntent are in order");
+      assert.deepEqual(
+        about.map((f) => [f.kind, f.evidence.why]),
+        [],
+        "the charge and its PaymentIntent are in order",
+      );
     } finally {
       await new Promise((r) => setTimeout(r, 1_500));
       await reconcileLedger({ since }); // the next run lists it and resolves the false finding

@@ -2,9 +2,12 @@
  * Where the rules live, checked: the idempotency module's files import each
  * other without a cycle, only the lifecycle module (and the persistence layer
  * it feeds) writes SQL about idempotency records, and the SDK imports no server
- * code beyond the two shared, import-free files.
+ * code beyond the two shared, import-free files. And no source line is over
+ * 120 characters: Biome's formatter keeps code within that width but cannot
+ * break a string, a comment or a test name, so this is the guard for those.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
@@ -16,13 +19,16 @@ const filesUnder = (dir: string): string[] =>
     const rel = `${dir}/${name}`;
     return statSync(path.join(root, rel)).isDirectory() ? filesUnder(rel) : /\.tsx?$/.test(name) ? [rel] : [];
   });
-const importsOf = (source: string) => [...source.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+const importsOf = (source: string) =>
+  [...source.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
 
 test("the idempotency module's files import each other without a cycle", () => {
   const dir = "src/server/idempotency";
   const graph = new Map<string, string[]>();
   for (const file of filesUnder(dir)) {
-    const local = importsOf(read(file)).filter((spec) => spec.startsWith("./")).map((spec) => `${dir}/${spec.slice(2)}.ts`);
+    const local = importsOf(read(file))
+      .filter((spec) => spec.startsWith("./"))
+      .map((spec) => `${dir}/${spec.slice(2)}.ts`);
     graph.set(file, local);
   }
   const visiting = new Set<string>();
@@ -39,10 +45,16 @@ test("the idempotency module's files import each other without a cycle", () => {
 });
 
 test("only the lifecycle module holds SQL about idempotent_requests, or decodes a record's state", () => {
-  const elsewhere = ["src/server", "src/app", "src/worker"].flatMap(filesUnder).filter((f) => !f.startsWith("src/server/idempotency/"));
+  const elsewhere = ["src/server", "src/app", "src/worker"]
+    .flatMap(filesUnder)
+    .filter((f) => !f.startsWith("src/server/idempotency/"));
   for (const file of elsewhere) {
     const source = read(file);
-    assert.doesNotMatch(source, /(UPDATE|INSERT INTO|DELETE FROM|FROM|JOIN)\s+idempotent_requests/i, `${file} has SQL about records`);
+    assert.doesNotMatch(
+      source,
+      /(UPDATE|INSERT INTO|DELETE FROM|FROM|JOIN)\s+idempotent_requests/i,
+      `${file} has SQL about records`,
+    );
     const prismaFilters = /idempotentRequest\.\w+\(\{[^)]*?\b(state|finishedBy|leaseExpiresAt)\b/s;
     assert.doesNotMatch(source, prismaFilters, `${file} filters records by their state columns`);
   }
@@ -73,4 +85,32 @@ test("nothing outside src/server/gateway knows which provider charges go to", ()
     }
     assert.doesNotMatch(source, /env\.(GATEWAY|GATEWAY_URL|STRIPE_\w+)\b/, `${file} reads the gateway's configuration`);
   }
+});
+
+const MAX_LINE = 120;
+const SOURCE = ["*.ts", "*.tsx", "*.mts", "*.cts", "*.js", "*.mjs", "*.cjs", "*.css"];
+
+test(`no source line is over ${MAX_LINE} characters`, () => {
+  // Tracked files and new ones not yet added, minus what .gitignore excludes (generated code, builds).
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...SOURCE], {
+    cwd: root,
+    encoding: "utf8",
+  })
+    .split("\0")
+    .filter(Boolean);
+  assert.ok(files.includes("src/server/idempotency/lifecycle.ts"), "git lists the source files");
+  const long: string[] = [];
+  for (const file of new Set(files)) {
+    let text: string;
+    try {
+      text = read(file);
+    } catch {
+      continue; // deleted in the work tree, not yet in the index
+    }
+    text.split("\n").forEach((line, i) => {
+      const length = [...line].length;
+      if (length > MAX_LINE) long.push(`${file}:${i + 1} (${length} characters)`);
+    });
+  }
+  assert.deepEqual(long, [], `lines over ${MAX_LINE} characters; wrap them by hand:\n${long.join("\n")}`);
 });

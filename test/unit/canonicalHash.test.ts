@@ -3,7 +3,10 @@ import { test } from "node:test";
 import { canonicalJson, requestHash } from "~/server/idempotency/canonicalHash";
 
 test("canonical JSON sorts keys at every depth and drops formatting", () => {
-  assert.equal(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } }), '{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
+  assert.equal(
+    canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } }),
+    '{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}',
+  );
   assert.equal(requestHash(JSON.parse('{ "x": 1,\n "y": "2" }')), requestHash({ y: "2", x: 1 }));
 });
 

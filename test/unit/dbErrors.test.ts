@@ -4,7 +4,10 @@ import { driverErrorCode, isDatabaseUnavailable, isDuplicateKeyError, isLockConf
 
 // The shapes the app really meets: raw driver errors, and Prisma's adapter errors wrapping them.
 const raw = (errno: number, code = "ER_X") => Object.assign(new Error("driver"), { errno, code });
-const viaPrisma = (originalCode: string, code = "P2010") => ({ code, meta: { driverAdapterError: { cause: { originalCode } } } });
+const viaPrisma = (originalCode: string, code = "P2010") => ({
+  code,
+  meta: { driverAdapterError: { cause: { originalCode } } },
+});
 
 test("driverErrorCode reads the server's error number however it is wrapped", () => {
   assert.equal(driverErrorCode(raw(1062)), 1062);

@@ -8,9 +8,17 @@ import { deriveGatewayKey } from "~/server/gateway/deriveGatewayKey";
  * would charge each of those operations a second time.
  */
 test("the derived gateway key of a record is pinned", () => {
-  const record = { route: "POST /api/charges", apiClientId: 7, idempotencyKey: "8e03978e-40d5-43e8-bc93-6894a57f9324", id: 12345n };
+  const record = {
+    route: "POST /api/charges",
+    apiClientId: 7,
+    idempotencyKey: "8e03978e-40d5-43e8-bc93-6894a57f9324",
+    id: 12345n,
+  };
   assert.equal(deriveGatewayKey(record), "gk_dcef1ca09796792254469cc5977b394de79a9d908cbb35d98556e1a76bf986de");
-  assert.equal(deriveGatewayKey({ ...record, idempotencyKey: null }), "gk_e6ba43ddbb8b85576d33f45e3a9711358f8886b67ba92a033d821df906ce388c");
+  assert.equal(
+    deriveGatewayKey({ ...record, idempotencyKey: null }),
+    "gk_e6ba43ddbb8b85576d33f45e3a9711358f8886b67ba92a033d821df906ce388c",
+  );
 });
 
 test("it differs by route, client, key and record", () => {

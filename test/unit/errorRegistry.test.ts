@@ -27,7 +27,10 @@ describe("the error registry", () => {
     const sdkFiles = ["index.ts", "ChargesClient.ts", "retryPolicy.ts", "errors.ts", "operationStore.ts", "types.ts"];
     for (const file of sdkFiles) {
       for (const [, from] of (await readFile(`src/client/${file}`, "utf8")).matchAll(/from "([^"]+)"/g)) {
-        assert.ok(from!.startsWith("./") || /^\.\.\/server\/http\/(errorRegistry|idempotencyProtocol)$/.test(from!), `${file} imports ${from}`);
+        assert.ok(
+          from!.startsWith("./") || /^\.\.\/server\/http\/(errorRegistry|idempotencyProtocol)$/.test(from!),
+          `${file} imports ${from}`,
+        );
       }
     }
   });

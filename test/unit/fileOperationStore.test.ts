@@ -8,7 +8,12 @@ import { FileOperationStore } from "~/client/fileOperationStore";
 const dir = await mkdtemp(path.join(tmpdir(), "operation-store-"));
 after(() => rm(dir, { recursive: true, force: true }));
 
-const operation = (reference: string, idempotencyKey: string) => ({ reference, idempotencyKey, body: "{}", createdAt: new Date().toISOString() });
+const operation = (reference: string, idempotencyKey: string) => ({
+  reference,
+  idempotencyKey,
+  body: "{}",
+  createdAt: new Date().toISOString(),
+});
 
 describe("FileOperationStore", () => {
   test("what one instance saved, a new instance (a restarted process) reads", async () => {
@@ -27,7 +32,10 @@ describe("FileOperationStore", () => {
   test("the first writer of a reference wins, also when saves race", async () => {
     const store = new FileOperationStore(path.join(dir, "race.json"));
     const results = await Promise.all(["k1", "k2", "k3"].map((k) => store.saveIfAbsent(operation("same", k))));
-    assert.deepEqual(results.map((r) => r.idempotencyKey), ["k1", "k1", "k1"]);
+    assert.deepEqual(
+      results.map((r) => r.idempotencyKey),
+      ["k1", "k1", "k1"],
+    );
     assert.equal((await store.get("same"))!.idempotencyKey, "k1");
   });
 

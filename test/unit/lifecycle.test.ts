@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ImpossibleRecordError, phaseDisplay, phaseOf, TRANSITIONS, type RecordRow } from "~/server/idempotency/lifecycle";
+import {
+  ImpossibleRecordError,
+  phaseDisplay,
+  phaseOf,
+  TRANSITIONS,
+  type RecordRow,
+} from "~/server/idempotency/lifecycle";
 
 const now = new Date("2026-12-03T12:00:00Z");
 const row = (over: Partial<RecordRow>): RecordRow => ({
@@ -26,7 +32,10 @@ test("the phase is decoded from the columns, the lease against the clock", () =>
   assert.equal(phaseOf(row({ leaseExpiresAt: new Date(now.getTime() + 1) }), now).name, "held");
   assert.equal(phaseOf(row({ leaseExpiresAt: now }), now).name, "lease_expired");
   assert.equal(phaseOf(row({}), now).name, "released");
-  const complete = phaseOf(row({ state: "complete", finishedBy: "reconciled", responseStatus: 201, responseBody: "{}" }), now);
+  const complete = phaseOf(
+    row({ state: "complete", finishedBy: "reconciled", responseStatus: 201, responseBody: "{}" }),
+    now,
+  );
   assert.deepEqual(complete, { name: "complete", finishedBy: "reconciled", response: { status: 201, body: "{}" } });
 });
 
@@ -38,7 +47,8 @@ test("a record in an impossible state is an error, not a made-up status", () => 
     { state: "in_progress", finishedBy: "abandoned" },
     { state: "in_progress", responseStatus: 500 },
   ];
-  for (const over of impossible) assert.throws(() => phaseOf(row(over), now), ImpossibleRecordError, JSON.stringify(over));
+  for (const over of impossible)
+    assert.throws(() => phaseOf(row(over), now), ImpossibleRecordError, JSON.stringify(over));
 });
 
 test("every phase has a label and a description for people", () => {
@@ -47,7 +57,8 @@ test("every phase has a label and a description for people", () => {
     phaseOf(row({ leaseExpiresAt: now }), now),
     phaseOf(row({}), now),
     ...(["request", "reconciled", "abandoned"] as const).map((finishedBy) =>
-      phaseOf(row({ state: "complete", finishedBy, responseStatus: 201, responseBody: "{}" }), now)),
+      phaseOf(row({ state: "complete", finishedBy, responseStatus: 201, responseBody: "{}" }), now),
+    ),
   ]) {
     const shown = phaseDisplay(phase);
     assert.ok(shown.label.length > 0 && shown.description.length > 10, JSON.stringify(shown));

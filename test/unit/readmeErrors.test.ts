@@ -18,7 +18,7 @@ describe("the README's error table", () => {
     assert.equal(block, errorTable(), "README.md's error table differs from the registry: run `npm run docs:errors`");
   });
 
-  test("lists every code with its status and Retry-After from the registry, and no Retry-After the registry lacks", () => {
+  test("lists every code with its status and Retry-After from the registry, and no other Retry-After", () => {
     const table = errorTable();
     for (const code of API_ERROR_CODES) {
       const spec = API_ERRORS[code] as { status: number; retryAfterSeconds?: number };

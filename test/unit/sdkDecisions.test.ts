@@ -24,24 +24,53 @@ type Sent = { url: URL; method: string; headers: Headers; body: string | undefin
 function scriptedFetch(script: Scripted[]) {
   const sent: Sent[] = [];
   const fetch = (async (input: URL | RequestInfo, init?: RequestInit) => {
-    sent.push({ url: new URL(String(input)), method: init?.method ?? "GET", headers: new Headers(init?.headers), body: init?.body as string | undefined, at: Date.now() });
+    sent.push({
+      url: new URL(String(input)),
+      method: init?.method ?? "GET",
+      headers: new Headers(init?.headers),
+      body: init?.body as string | undefined,
+      at: Date.now(),
+    });
     const next = script.shift();
     if (!next) throw new Error("the script ran out");
     if (next instanceof Error) throw next;
     const text = typeof next.body === "string" ? next.body : JSON.stringify(next.body ?? {});
-    return new Response(text, { status: next.status, headers: { "Content-Type": "application/json", ...next.headers } });
+    return new Response(text, {
+      status: next.status,
+      headers: { "Content-Type": "application/json", ...next.headers },
+    });
   }) as typeof globalThis.fetch;
   return { fetch, sent };
 }
 
-const charge = { id: "ch_1", object: "charge", amount_cents: 100, currency: "usd", status: "succeeded", customer_id: null, failure_code: null, gateway_charge_id: "gw_1", created_at: "2026-01-01T00:00:00.000Z" };
+const charge = {
+  id: "ch_1",
+  object: "charge",
+  amount_cents: 100,
+  currency: "usd",
+  status: "succeeded",
+  customer_id: null,
+  failure_code: null,
+  gateway_charge_id: "gw_1",
+  created_at: "2026-01-01T00:00:00.000Z",
+};
 const params = { amount_cents: 100, currency: "usd", card_token: "tok_visa" };
-const error = (code: keyof typeof API_ERRORS, extra: Record<string, unknown> = {}) => ({ error: { code, message: "m", ...extra } });
+const error = (code: keyof typeof API_ERRORS, extra: Record<string, unknown> = {}) => ({
+  error: { code, message: "m", ...extra },
+});
 const replay = { "Idempotent-Replay": "true", "Idempotent-Replayed": "true" };
 
 function client(script: Scripted[], options: Partial<ChargesClientOptions> = {}) {
   const { fetch, sent } = scriptedFetch(script);
-  const sdk = new ChargesClient({ baseUrl: "http://api.test", apiKey: "sk_test", baseDelayMs: 1, maxDelayMs: 5, deadlineMs: 5_000, fetch, ...options });
+  const sdk = new ChargesClient({
+    baseUrl: "http://api.test",
+    apiKey: "sk_test",
+    baseDelayMs: 1,
+    maxDelayMs: 5,
+    deadlineMs: 5_000,
+    fetch,
+    ...options,
+  });
   return { sdk, sent };
 }
 
@@ -54,8 +83,10 @@ describe("what the SDK retries (derived from the error registry)", () => {
     }
   });
   test("answers without our code (a proxy's page): 500, 502, 503, 504 retried; others final", () => {
-    for (const status of [500, 502, 503, 504]) assert.equal(isRetryable({ status, code: undefined, replayed: false }), true, String(status));
-    for (const status of [200, 201, 400, 404, 409, 429, 501]) assert.equal(isRetryable({ status, code: undefined, replayed: false }), false, String(status));
+    for (const status of [500, 502, 503, 504])
+      assert.equal(isRetryable({ status, code: undefined, replayed: false }), true, String(status));
+    for (const status of [200, 201, 400, 404, 409, 429, 501])
+      assert.equal(isRetryable({ status, code: undefined, replayed: false }), false, String(status));
   });
 });
 
@@ -80,7 +111,10 @@ describe("Retry-After and Prefer", () => {
     assert.equal(preferWaitSeconds(0, 10_000), 0);
   });
   test("after the server waited, Retry-After alone paces the retry; otherwise backoff may add to it", () => {
-    assert.equal(nextDelayMs({ attempt: 6, retryAfterMs: 1_000, serverWaited: true, baseMs: 250, maxMs: 5_000 }), 1_000);
+    assert.equal(
+      nextDelayMs({ attempt: 6, retryAfterMs: 1_000, serverWaited: true, baseMs: 250, maxMs: 5_000 }),
+      1_000,
+    );
     for (let i = 0; i < 50; i++) {
       const delay = nextDelayMs({ attempt: 6, retryAfterMs: 1_000, serverWaited: false, baseMs: 250, maxMs: 5_000 });
       assert.ok(delay >= 1_000 && delay <= 5_000, String(delay));
@@ -89,21 +123,33 @@ describe("Retry-After and Prefer", () => {
 });
 
 describe("createCharge with a scripted server", () => {
-  test("a proxy's 502 and 504, then 201: the same key every time, in the structured form, with Prefer: wait", async () => {
-    const script = [{ status: 502, body: "<html>bad gateway</html>" }, { status: 504, body: "" }, { status: 201, body: charge }];
+  test("a proxy's 502 and 504, then 201: the same key each time, in structured form, with Prefer: wait", async () => {
+    const script = [
+      { status: 502, body: "<html>bad gateway</html>" },
+      { status: 504, body: "" },
+      { status: 201, body: charge },
+    ];
     const { sdk, sent } = client(script, { deadlineMs: 60_000 });
     const result = await sdk.createCharge(params);
     assert.equal(result.ok && result.charge.id, "ch_1");
     assert.equal(result.attempts, 3);
     const keys = sent.map((s) => s.headers.get("Idempotency-Key"));
     assert.equal(new Set(keys).size, 1);
-    assert.match(keys[0]!, /^"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"$/, "a UUIDv4 as an sf-string");
+    assert.match(
+      keys[0]!,
+      /^"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"$/,
+      "a UUIDv4 as an sf-string",
+    );
     assert.equal(result.idempotencyKey, keys[0]!.slice(1, -1));
     assert.ok(sent.every((s) => s.headers.get("Prefer") === "wait=5"));
   });
 
   test("500 internal_error and a network error are retried; a replayed 500 request_abandoned is final", async () => {
-    const retried = client([{ status: 500, body: error("internal_error") }, new TypeError("fetch failed"), { status: 201, body: charge }]);
+    const retried = client([
+      { status: 500, body: error("internal_error") },
+      new TypeError("fetch failed"),
+      { status: 201, body: charge },
+    ]);
     assert.equal((await retried.sdk.createCharge(params)).attempts, 3);
 
     const abandoned = client([{ status: 500, body: error("request_abandoned"), headers: replay }]);
@@ -130,7 +176,10 @@ describe("createCharge with a scripted server", () => {
   test("when the server says it waited (Preference-Applied), no backoff is added", async () => {
     const waited = { "Retry-After": "0", "Preference-Applied": "wait=5" };
     const { sdk, sent } = client(
-      [{ status: 409, body: error("request_in_progress"), headers: waited }, { status: 201, body: charge }],
+      [
+        { status: 409, body: error("request_in_progress"), headers: waited },
+        { status: 201, body: charge },
+      ],
       { baseDelayMs: 3_000, maxDelayMs: 3_000 },
     );
     await sdk.createCharge(params);
@@ -165,7 +214,10 @@ describe("createCharge with a scripted server", () => {
   });
 
   test("the deadline error names the key and explains findByIdempotencyKey", async () => {
-    const { sdk } = client(Array.from({ length: 50 }, () => ({ status: 503, body: error("service_unavailable") })), { deadlineMs: 100 });
+    const { sdk } = client(
+      Array.from({ length: 50 }, () => ({ status: 503, body: error("service_unavailable") })),
+      { deadlineMs: 100 },
+    );
     const failure = await sdk.createCharge(params, { idempotencyKey: "key-123" }).catch((e) => e);
     assert.ok(failure instanceof ChargeDeadlineError);
     assert.equal(failure.idempotencyKey, "key-123");
@@ -196,13 +248,23 @@ describe("findByIdempotencyKey with a scripted server", () => {
   });
 
   test("in flight: its age and when to ask again, without retrying", async () => {
-    const { sdk, sent } = client([{ status: 409, body: error("request_in_progress", { age_seconds: 7 }), headers: { "Retry-After": "2" } }]);
-    assert.deepEqual(await sdk.findByIdempotencyKey("k"), { state: "in_progress", ageSeconds: 7, retryAfterMs: 2_000, idempotencyKey: "k" });
+    const { sdk, sent } = client([
+      { status: 409, body: error("request_in_progress", { age_seconds: 7 }), headers: { "Retry-After": "2" } },
+    ]);
+    assert.deepEqual(await sdk.findByIdempotencyKey("k"), {
+      state: "in_progress",
+      ageSeconds: 7,
+      retryAfterMs: 2_000,
+      idempotencyKey: "k",
+    });
     assert.equal(sent.length, 1);
   });
 
   test("unknown: 404 not_found, after retrying a 503", async () => {
-    const { sdk, sent } = client([{ status: 503, body: error("service_unavailable") }, { status: 404, body: error("not_found") }]);
+    const { sdk, sent } = client([
+      { status: 503, body: error("service_unavailable") },
+      { status: 404, body: error("not_found") },
+    ]);
     assert.deepEqual(await sdk.findByIdempotencyKey("k"), { state: "unknown", idempotencyKey: "k" });
     assert.equal(sent.length, 2);
   });
@@ -216,18 +278,28 @@ describe("findByIdempotencyKey with a scripted server", () => {
 });
 
 describe("a durable operation store", () => {
-  test("the key and body are saved before the first attempt; a restarted client continues the same operation", async () => {
+  test("key and body are saved before the first attempt; a restarted client continues the same operation", async () => {
     const store = new MemoryOperationStore();
     let storedAtFirstAttempt: unknown;
     const lostAnswer = (async () => {
       storedAtFirstAttempt = await store.get("order-1001");
       throw new TypeError("socket hang up");
     }) as unknown as typeof fetch;
-    const crashed = new ChargesClient({ baseUrl: "http://api.test", apiKey: "k", baseDelayMs: 1, deadlineMs: 50, store, fetch: lostAnswer });
+    const crashed = new ChargesClient({
+      baseUrl: "http://api.test",
+      apiKey: "k",
+      baseDelayMs: 1,
+      deadlineMs: 50,
+      store,
+      fetch: lostAnswer,
+    });
     await assert.rejects(crashed.createCharge(params, { reference: "order-1001" }), ChargeDeadlineError);
     const saved = storedAtFirstAttempt as { idempotencyKey: string; body: string };
     assert.equal(saved.body, JSON.stringify(params));
-    assert.deepEqual((await crashed.pendingOperations()).map((op) => op.reference), ["order-1001"]);
+    assert.deepEqual(
+      (await crashed.pendingOperations()).map((op) => op.reference),
+      ["order-1001"],
+    );
 
     // "After the restart": a new client on the same store.
     const restarted = client([{ status: 201, body: charge, headers: replay }], { store });
@@ -240,14 +312,20 @@ describe("a durable operation store", () => {
 
     // Asking for the same operation again reuses its key (and gets the server's replay).
     const again = client([{ status: 201, body: charge, headers: replay }], { store });
-    assert.equal((await again.sdk.createCharge(params, { reference: "order-1001" })).idempotencyKey, saved.idempotencyKey);
+    assert.equal(
+      (await again.sdk.createCharge(params, { reference: "order-1001" })).idempotencyKey,
+      saved.idempotencyKey,
+    );
   });
 
   test("another body under a stored reference is refused before anything is sent", async () => {
     const store = new MemoryOperationStore();
     await client([{ status: 201, body: charge }], { store }).sdk.createCharge(params, { reference: "r" });
     const { sdk, sent } = client([], { store });
-    await assert.rejects(sdk.createCharge({ ...params, amount_cents: 999 }, { reference: "r" }), OperationMismatchError);
+    await assert.rejects(
+      sdk.createCharge({ ...params, amount_cents: 999 }, { reference: "r" }),
+      OperationMismatchError,
+    );
     assert.equal(sent.length, 0);
   });
 

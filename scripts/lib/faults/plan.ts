@@ -59,23 +59,52 @@ export type Plan = { seed: number; operations: PlannedOperation[]; faults: Plann
 
 const behaviours = (withLate: boolean) =>
   fc.constantFrom<GatewayBehaviour>(
-    "fast", "fast", "fast", "fast", "slower_than_client", "slower_than_gateway_timeout", "error", "charge_then_error", "decline",
+    "fast",
+    "fast",
+    "fast",
+    "fast",
+    "slower_than_client",
+    "slower_than_gateway_timeout",
+    "error",
+    "charge_then_error",
+    "decline",
     ...(withLate ? (["late"] as const) : []),
   );
 
-const operation = (withLate: boolean) => fc.record({
-  kind: fc.constantFrom<OperationKind>("fresh", "fresh", "fresh", "fresh", "retry", "retry", "other_body", "other_client", "keyless", "keyless"),
-  of: fc.nat(),
-  behaviour: behaviours(withLate),
-  client: fc.constantFrom<0 | 1>(0, 1),
-  instance: fc.constantFrom<0 | 1>(0, 1),
-  amountCents: fc.integer({ min: 100, max: 99_999 }),
-  attemptTimeoutMs: fc.constantFrom(700, 1_500, 3_000),
-  preferWaitSeconds: fc.constantFrom(0, 0, 1, 2),
-});
+const operation = (withLate: boolean) =>
+  fc.record({
+    kind: fc.constantFrom<OperationKind>(
+      "fresh",
+      "fresh",
+      "fresh",
+      "fresh",
+      "retry",
+      "retry",
+      "other_body",
+      "other_client",
+      "keyless",
+      "keyless",
+    ),
+    of: fc.nat(),
+    behaviour: behaviours(withLate),
+    client: fc.constantFrom<0 | 1>(0, 1),
+    instance: fc.constantFrom<0 | 1>(0, 1),
+    amountCents: fc.integer({ min: 100, max: 99_999 }),
+    attemptTimeoutMs: fc.constantFrom(700, 1_500, 3_000),
+    preferWaitSeconds: fc.constantFrom(0, 0, 1, 2),
+  });
 
 const fault = fc.record({
-  kind: fc.constantFrom<FaultKind>("kill_app", "kill_app", "kill_database", "deadlocks", "deadlocks", "expire_in_flight", "expire_in_flight", "sweep_and_prune"),
+  kind: fc.constantFrom<FaultKind>(
+    "kill_app",
+    "kill_app",
+    "kill_database",
+    "deadlocks",
+    "deadlocks",
+    "expire_in_flight",
+    "expire_in_flight",
+    "sweep_and_prune",
+  ),
   instance: fc.constantFrom<0 | 1>(0, 1),
   downMs: fc.integer({ min: 300, max: 2_500 }),
   count: fc.integer({ min: 1, max: 6 }),
@@ -83,15 +112,31 @@ const fault = fc.record({
 });
 
 /** `rate` operations a second for `durationMs`, with a fault every 4-12 s (none in the first and last 5 s). */
-export function makePlan(seed: number, durationMs: number, rate: number, { lateRequests }: { lateRequests: boolean }): Plan {
+export function makePlan(
+  seed: number,
+  durationMs: number,
+  rate: number,
+  { lateRequests }: { lateRequests: boolean },
+): Plan {
   const count = Math.max(1, Math.round((durationMs / 1000) * rate));
-  const [ops] = fc.sample(fc.array(operation(lateRequests), { minLength: count, maxLength: count }), { seed, numRuns: 1 });
-  const [faultDraws] = fc.sample(fc.array(fault, { minLength: 1_000, maxLength: 1_000 }), { seed: seed + 1, numRuns: 1 });
+  const [ops] = fc.sample(fc.array(operation(lateRequests), { minLength: count, maxLength: count }), {
+    seed,
+    numRuns: 1,
+  });
+  const [faultDraws] = fc.sample(fc.array(fault, { minLength: 1_000, maxLength: 1_000 }), {
+    seed: seed + 1,
+    numRuns: 1,
+  });
   let fresh = 0;
   const operations = ops!.map((op, i): PlannedOperation => {
     // The first operation has nothing to refer to, nor does anything before the first fresh one.
     const kind = fresh === 0 && op.kind !== "keyless" ? "fresh" : op.kind;
-    const planned = { ...op, kind, at: Math.round((i / rate) * 1000), of: kind === "fresh" ? fresh : op.of % Math.max(1, fresh) };
+    const planned = {
+      ...op,
+      kind,
+      at: Math.round((i / rate) * 1000),
+      of: kind === "fresh" ? fresh : op.of % Math.max(1, fresh),
+    };
     if (kind === "fresh") fresh += 1;
     return planned;
   });

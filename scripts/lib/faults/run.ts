@@ -31,14 +31,22 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
   const started = Date.now();
   const fresh: { key: string; body: ChargeBody; client: 0 | 1 }[] = [];
   const observations: Observation[] = [];
-  const faultsDone: Record<FaultKind, number> = { kill_app: 0, kill_database: 0, deadlocks: 0, expire_in_flight: 0, sweep_and_prune: 0 };
+  const faultsDone: Record<FaultKind, number> = {
+    kill_app: 0,
+    kill_database: 0,
+    deadlocks: 0,
+    expire_in_flight: 0,
+    sweep_and_prune: 0,
+  };
   const effects = { deadlocksForced: 0 };
   const inFlight: Promise<void>[] = [];
 
   const faultLoop = (async () => {
     for (const fault of plan.faults) {
       await sleep(Math.max(0, started + fault.at - Date.now()));
-      await strike(fault, stack, effects).catch((e) => console.error(`fault ${fault.kind} failed: ${(e as Error).message}`));
+      await strike(fault, stack, effects).catch((e) =>
+        console.error(`fault ${fault.kind} failed: ${(e as Error).message}`),
+      );
       faultsDone[fault.kind] += 1;
     }
   })();
@@ -50,20 +58,35 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     let client = op.client;
     if (op.kind === "fresh") {
       key = `${runId}-${index}`;
-      body = { amount_cents: op.amountCents, currency: "usd", card_token: GATEWAY_BEHAVIOURS[op.behaviour], customer_id: `cus_${runId}_${index}` };
+      body = {
+        amount_cents: op.amountCents,
+        currency: "usd",
+        card_token: GATEWAY_BEHAVIOURS[op.behaviour],
+        customer_id: `cus_${runId}_${index}`,
+      };
       fresh.push({ key, body, client });
     } else if (op.kind === "keyless") {
       key = null;
-      body = { amount_cents: op.amountCents, currency: "usd", card_token: GATEWAY_BEHAVIOURS[op.behaviour], customer_id: `cus_${runId}_${index}` };
+      body = {
+        amount_cents: op.amountCents,
+        currency: "usd",
+        card_token: GATEWAY_BEHAVIOURS[op.behaviour],
+        customer_id: `cus_${runId}_${index}`,
+      };
     } else {
       const original = fresh[op.of]!;
       key = original.key;
-      body = op.kind === "other_body" ? { ...original.body, amount_cents: original.body.amount_cents + 1 } : original.body;
+      body =
+        op.kind === "other_body" ? { ...original.body, amount_cents: original.body.amount_cents + 1 } : original.body;
       client = op.kind === "other_client" ? ((1 - original.client) as 0 | 1) : original.client;
     }
     const observation: Observation = { index, kind: op.kind, client, key, body };
     observations.push(observation);
-    inFlight.push(send(op, observation, stack).catch((e) => void (observation.problem = String(e))));
+    inFlight.push(
+      send(op, observation, stack).catch((e) => {
+        observation.problem = String(e);
+      }),
+    );
   }
   await Promise.all(inFlight);
   await faultLoop;
@@ -129,7 +152,12 @@ async function send(op: PlannedOperation, o: Observation, stack: FaultStack) {
 }
 
 async function privateDatabase(stack: FaultStack) {
-  return mariadb.createConnection({ host: "127.0.0.1", port: stack.database.port, user: "root", database: "charges_faults" });
+  return mariadb.createConnection({
+    host: "127.0.0.1",
+    port: stack.database.port,
+    user: "root",
+    database: "charges_faults",
+  });
 }
 
 async function strike(fault: PlannedFault, stack: FaultStack, effects: { deadlocksForced: number }) {
@@ -171,7 +199,8 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: { deadloc
  */
 async function closeLockCycles(stack: FaultStack): Promise<number> {
   const conn = await privateDatabase(stack);
-  const deadlocks = async () => Number(((await conn.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) as { Value: string }[])[0]?.Value ?? 0);
+  const deadlocks = async () =>
+    Number(((await conn.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) as { Value: string }[])[0]?.Value ?? 0);
   try {
     const before = await deadlocks();
     await conn.query("CREATE TABLE IF NOT EXISTS fault_ballast (n INT) ENGINE=InnoDB");
@@ -180,9 +209,13 @@ async function closeLockCycles(stack: FaultStack): Promise<number> {
     await conn.query(`INSERT INTO fault_ballast VALUES ${Array.from({ length: 300 }, (_, i) => `(${i})`).join(",")}`);
     await conn.query("SELECT id FROM api_clients ORDER BY id FOR UPDATE");
     await sleep(250);
-    const inProgress: { id: bigint }[] = await conn.query("SELECT id FROM idempotent_requests WHERE state = 'in_progress' ORDER BY id DESC LIMIT 20");
+    const inProgress: { id: bigint }[] = await conn.query(
+      "SELECT id FROM idempotent_requests WHERE state = 'in_progress' ORDER BY id DESC LIMIT 20",
+    );
     if (inProgress.length > 0) {
-      await conn.query(`SELECT id FROM idempotent_requests WHERE id IN (${inProgress.map((r) => r.id).join(",")}) FOR UPDATE`).catch(() => {});
+      await conn
+        .query(`SELECT id FROM idempotent_requests WHERE id IN (${inProgress.map((r) => r.id).join(",")}) FOR UPDATE`)
+        .catch(() => {});
     }
     await conn.query("ROLLBACK");
     return (await deadlocks()) - before;

@@ -51,11 +51,20 @@ export async function startFaultStack() {
 
   // Two API clients, so that a key can be tried by another client.
   const apiKeys = [0, 1].map(() => `sk_test_${randomBytes(24).toString("base64url")}`);
-  const conn = await mariadb.createConnection({ host: "127.0.0.1", port: dbPort, user: "root", database: "charges_faults" });
+  const conn = await mariadb.createConnection({
+    host: "127.0.0.1",
+    port: dbPort,
+    user: "root",
+    database: "charges_faults",
+  });
   for (const [i, key] of apiKeys.entries()) {
-    const client = (await conn.query("INSERT INTO api_clients (name) VALUES (?)", [`fault client ${i}`])) as { insertId: bigint };
+    const client = (await conn.query("INSERT INTO api_clients (name) VALUES (?)", [`fault client ${i}`])) as {
+      insertId: bigint;
+    };
     await conn.query("INSERT INTO api_keys (api_client_id, key_hash, key_prefix) VALUES (?, ?, ?)", [
-      client.insertId, hashApiKey(key), key.slice(0, 12),
+      client.insertId,
+      hashApiKey(key),
+      key.slice(0, 12),
     ]);
   }
   await conn.end();

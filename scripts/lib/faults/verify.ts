@@ -32,7 +32,9 @@ export async function verifyRun(observations: Observation[], since: Date) {
   // At most one gateway charge per operation (a client's key; a keyless request is its own record).
   const perOperation = new Map<string, number>();
   for (const c of gatewayCharges) {
-    const op = c.metadata?.idempotencyKey ? `${c.metadata.apiClientId}:${c.metadata.idempotencyKey}` : `record:${c.metadata?.requestId}`;
+    const op = c.metadata?.idempotencyKey
+      ? `${c.metadata.apiClientId}:${c.metadata.idempotencyKey}`
+      : `record:${c.metadata?.requestId}`;
     perOperation.set(op, (perOperation.get(op) ?? 0) + 1);
   }
   for (const [op, n] of perOperation) if (n > 1) violations.push(`${n} gateway charges for operation ${op}`);
@@ -44,21 +46,33 @@ export async function verifyRun(observations: Observation[], since: Date) {
     if (o.status === 201) {
       const charge = o.chargeId ? await db.charge.findUnique({ where: { id: o.chargeId } }) : null;
       if (!charge) violations.push(`${what}: answered 201 with charge ${o.chargeId}, which the app does not have`);
-      else if (!byId.has(charge.gatewayChargeId)) violations.push(`${what}: its charge ${charge.id} has no gateway charge`);
-      else if (charge.amountCents !== o.body.amount_cents) violations.push(`${what}: charged ${charge.amountCents}, asked ${o.body.amount_cents}`);
+      else if (!byId.has(charge.gatewayChargeId))
+        violations.push(`${what}: its charge ${charge.id} has no gateway charge`);
+      else if (charge.amountCents !== o.body.amount_cents)
+        violations.push(`${what}: charged ${charge.amountCents}, asked ${o.body.amount_cents}`);
     }
     if (o.status === 402) {
       const charge = o.chargeId ? await db.charge.findUnique({ where: { id: o.chargeId } }) : null;
-      if (charge?.status !== "failed") violations.push(`${what}: answered 402 for charge ${o.chargeId}, not a failed charge in the app`);
+      if (charge?.status !== "failed")
+        violations.push(`${what}: answered 402 for charge ${o.chargeId}, not a failed charge in the app`);
     }
     if (o.status === 500 && o.code === "request_abandoned") {
       const clientId = clientIds[o.client]!;
-      const charged = gatewayCharges.filter((c) => c.metadata?.idempotencyKey === o.key && c.metadata?.apiClientId === String(clientId));
-      if (charged.length > 0) violations.push(`${what}: answered request_abandoned, but the gateway charged ${charged.map((c) => c.id)}`);
-      const row = o.key ? await db.idempotentRequest.findUnique({ where: { idempotencyKey_route: { idempotencyKey: keyToBytes(o.key), route: "POST /api/charges" } } }) : null;
+      const charged = gatewayCharges.filter(
+        (c) => c.metadata?.idempotencyKey === o.key && c.metadata?.apiClientId === String(clientId),
+      );
+      if (charged.length > 0)
+        violations.push(`${what}: answered request_abandoned, but the gateway charged ${charged.map((c) => c.id)}`);
+      const row = o.key
+        ? await db.idempotentRequest.findUnique({
+            where: { idempotencyKey_route: { idempotencyKey: keyToBytes(o.key), route: "POST /api/charges" } },
+          })
+        : null;
       const record = row ? decodeRecord(row) : null;
       if (record?.phase.name !== "complete" || record.phase.finishedBy !== "abandoned") {
-        violations.push(`${what}: answered request_abandoned, but its record is ${record ? JSON.stringify(record.phase) : "gone"}`);
+        violations.push(
+          `${what}: answered request_abandoned, but its record is ${record ? JSON.stringify(record.phase) : "gone"}`,
+        );
       }
     }
   }

@@ -11,7 +11,10 @@ import type * as mariadb from "mariadb";
 
 export type SavedAnswer = { status: number; body: string; requestId: string };
 export type KeyClaim =
-  { kind: "claimed" } | { kind: "replay"; saved: SavedAnswer } | { kind: "mismatch" } | { kind: "in_flight" };
+  | { kind: "claimed" }
+  | { kind: "replay"; saved: SavedAnswer }
+  | { kind: "mismatch" }
+  | { kind: "in_flight" };
 
 const KEY_LIFETIME_MS = 24 * 60 * 60_000;
 

@@ -13,7 +13,7 @@ const VALUE = String.raw`(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")`;
 const CLAUSE = new RegExp(String.raw`\s*${FIELD}\s*:\s*${VALUE}\s*`, "y");
 const AND = /AND\s+/y;
 
-const unescape = (value: string) => value.replace(/\\(.)/g, "$1");
+const unescapeValue = (value: string) => value.replace(/\\(.)/g, "$1");
 
 export function parseSearchQuery(query: string): SearchClause[] {
   const clauses: SearchClause[] = [];
@@ -23,7 +23,7 @@ export function parseSearchQuery(query: string): SearchClause[] {
     const m = CLAUSE.exec(query);
     if (!m) break;
     at = CLAUSE.lastIndex;
-    const value = unescape(m[4] ?? m[5] ?? "");
+    const value = unescapeValue(m[4] ?? m[5] ?? "");
     clauses.push(m[3] ? { field: "status", value } : { field: "metadata", key: m[1] ?? m[2]!, value });
     AND.lastIndex = at;
     if (!AND.exec(query)) break;

@@ -31,10 +31,8 @@ type KnownKey = { client: ApiClient; expiresAt: Date | null };
  * cache per process (on globalThis), whichever route bundles import this.
  */
 const globalForKeys = globalThis as unknown as { knownApiKeys?: LRUCache<string, KnownKey> };
-const knownKeys = (globalForKeys.knownApiKeys ??= new LRUCache<string, KnownKey>({
-  max: 10_000,
-  ttl: env.API_KEY_CACHE_TTL_MS,
-}));
+globalForKeys.knownApiKeys ??= new LRUCache<string, KnownKey>({ max: 10_000, ttl: env.API_KEY_CACHE_TTL_MS });
+const knownKeys = globalForKeys.knownApiKeys;
 
 const usable = (key: { expiresAt: Date | null; revokedAt?: Date | null }, now = new Date()) =>
   !key.revokedAt && (!key.expiresAt || key.expiresAt > now);

@@ -61,7 +61,7 @@ export async function signIn(emailInput: string, password: string, request: Requ
 /** The second step: the TOTP code for the session the password step started. */
 export async function verifySecondFactor(code: string, request: RequestInfo): Promise<SignInResult> {
   const pending = await currentSession();
-  if (!pending || pending.stage !== "second_factor") return { kind: "no_pending_sign_in" };
+  if (pending?.stage !== "second_factor") return { kind: "no_pending_sign_in" };
   const keys = { email: pending.user.email, address: request.address };
   const attempt = await takeAttempt(keys);
   if (attempt.retryAfterSeconds > 0) return { kind: "throttled", retryAfterSeconds: attempt.retryAfterSeconds };

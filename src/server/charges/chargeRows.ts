@@ -37,8 +37,19 @@ export function insertCharge(c: Charge): Statement {
     sql: `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
                                gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    values: [c.id, c.apiClientId, c.customerId, c.amountCents, c.currency, c.status, c.failureCode,
-             c.gatewayChargeId, c.gatewayIdempotencyKey, c.idempotentRequestId, c.createdAt],
+    values: [
+      c.id,
+      c.apiClientId,
+      c.customerId,
+      c.amountCents,
+      c.currency,
+      c.status,
+      c.failureCode,
+      c.gatewayChargeId,
+      c.gatewayIdempotencyKey,
+      c.idempotentRequestId,
+      c.createdAt,
+    ],
   };
 }
 

@@ -9,12 +9,18 @@ import type { CreateChargeInput } from "./schema";
 
 /** A record as logs name it (the sweeper logs outside any request's context). */
 const recordFields = (record: IdempotencyRecord) => ({
-  recordId: String(record.id), apiClientId: record.apiClientId, idempotencyKey: record.idempotencyKey,
+  recordId: String(record.id),
+  apiClientId: record.apiClientId,
+  idempotencyKey: record.idempotencyKey,
 });
 
 /** What the gateway keeps beside each charge, so the ledger can name the operation behind it. */
 export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
-  return { requestId: String(record.id), apiClientId: String(record.apiClientId), idempotencyKey: record.idempotencyKey };
+  return {
+    requestId: String(record.id),
+    apiClientId: String(record.apiClientId),
+    idempotencyKey: record.idempotencyKey,
+  };
 }
 
 /**
@@ -69,9 +75,10 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
   switch (lookup.kind) {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
-    case "not_charged":
+    case "not_charged": {
       const writes = completionWrites(held.record, []);
       return { kind: "complete", response: abandonedResponse, writes, finishedBy: "abandoned" };
+    }
     case "unproven":
       log.warn({ ...recordFields(held.record), reason: lookup.reason }, "the gateway cannot tell yet; ask again later");
       return { kind: "unknown" };

@@ -73,11 +73,25 @@ export async function retryOnLockConflict<T>(work: () => Promise<T>, attempts = 
 
 /** Connection-level failures, by name (driver and Node) and Prisma code: the database is down, not a bug. */
 const UNAVAILABLE_CODES = new Set([
-  "P1001", "P1002", "P1008", "P1017", "P2024", "P2028",
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE",
-  "ER_GET_CONNECTION_TIMEOUT", "ER_CONNECTION_TIMEOUT", "ER_SOCKET_UNEXPECTED_CLOSE",
-  "ER_CONNECTION_ALREADY_CLOSED", "ER_CLOSING_POOL", "ER_POOL_ALREADY_CLOSED", "ER_CMD_CONNECTION_CLOSED",
-  "ER_SERVER_SHUTDOWN", "ER_CONNECTION_KILLED",
+  "P1001",
+  "P1002",
+  "P1008",
+  "P1017",
+  "P2024",
+  "P2028",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ER_GET_CONNECTION_TIMEOUT",
+  "ER_CONNECTION_TIMEOUT",
+  "ER_SOCKET_UNEXPECTED_CLOSE",
+  "ER_CONNECTION_ALREADY_CLOSED",
+  "ER_CLOSING_POOL",
+  "ER_POOL_ALREADY_CLOSED",
+  "ER_CMD_CONNECTION_CLOSED",
+  "ER_SERVER_SHUTDOWN",
+  "ER_CONNECTION_KILLED",
 ]);
 /**
  * Server error numbers that mean the same: too many connections, shutdown, killed, gone away, lost, and
@@ -85,8 +99,20 @@ const UNAVAILABLE_CODES = new Set([
  * prepared node for application use").
  */
 const UNAVAILABLE_ERRNOS = new Set([1040, 1047, 1053, 1927, 2002, 2003, 2006, 2013, 4031]);
-const UNAVAILABLE_MESSAGE =
-  /pool timeout|unable to start a transaction|connection (refused|closed|lost|timeout)|socket (has )?(unexpectedly )?(been )?closed|server shutdown|can't reach database|ECONNREFUSED|ECONNRESET|retrieve connection from pool timeout/i;
+const UNAVAILABLE_MESSAGE = new RegExp(
+  [
+    "pool timeout",
+    "unable to start a transaction",
+    "connection (refused|closed|lost|timeout)",
+    "socket (has )?(unexpectedly )?(been )?closed",
+    "server shutdown",
+    "can't reach database",
+    "ECONNREFUSED",
+    "ECONNRESET",
+    "retrieve connection from pool timeout",
+  ].join("|"),
+  "i",
+);
 
 /** The database is down or unreachable (answered as 503), as opposed to a bug (500). */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -6,7 +6,9 @@ import { isDatabaseUnavailable } from "./errors";
  * The part of a pool the app uses (the statements here, Prisma's adapter).
  * A mariadb Pool is one; so is a FailoverPool.
  */
-export type QueryPool = Pick<mariadb.Pool, "query" | "execute" | "getConnection" | "end"> & { readonly closed: boolean };
+export type QueryPool = Pick<mariadb.Pool, "query" | "execute" | "getConnection" | "end"> & {
+  readonly closed: boolean;
+};
 
 /** How long a node that failed stays out of the order before it is tried again. */
 const NODE_DOWN_MS = 30_000;

@@ -5,6 +5,10 @@
 export { database, db, disconnectDatabase, poolUsage, type Db } from "./client";
 export { execute, insertReturningId, pipelinedTransaction, queryRows, type Statement } from "./statements";
 export {
-  driverErrorCode, isDatabaseUnavailable, isDuplicateKeyError, isLockConflictError, retryOnLockConflict,
+  driverErrorCode,
+  isDatabaseUnavailable,
+  isDuplicateKeyError,
+  isLockConflictError,
+  retryOnLockConflict,
 } from "./errors";
 export { slotsBetween, type PoolSlot } from "./poolUsage";

@@ -15,7 +15,18 @@ import { createHash } from "node:crypto";
  * gateway under: a retry across the deploy would charge again. It is pinned by
  * test/unit/deriveGatewayKey.test.ts.
  */
-export function deriveGatewayKey(request: { route: string; apiClientId: number; idempotencyKey: string | null; id: bigint }): string {
-  const material = ["charges-gateway-key-v1", request.route, request.apiClientId, request.idempotencyKey ?? "", request.id].join("\n");
+export function deriveGatewayKey(request: {
+  route: string;
+  apiClientId: number;
+  idempotencyKey: string | null;
+  id: bigint;
+}): string {
+  const material = [
+    "charges-gateway-key-v1",
+    request.route,
+    request.apiClientId,
+    request.idempotencyKey ?? "",
+    request.id,
+  ].join("\n");
   return `gk_${createHash("sha256").update(material).digest("hex")}`;
 }

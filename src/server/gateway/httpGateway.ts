@@ -45,7 +45,11 @@ function toGatewayCharge(json: unknown): GatewayCharge {
 
 function toListed(c: z.infer<typeof listedSchema>): ListedGatewayCharge {
   const metadata: ChargeMetadata | null = c.metadata
-    ? { requestId: c.metadata.request_id, apiClientId: c.metadata.api_client_id, idempotencyKey: c.metadata.idempotency_key }
+    ? {
+        requestId: c.metadata.request_id,
+        apiClientId: c.metadata.api_client_id,
+        idempotencyKey: c.metadata.idempotency_key,
+      }
     : null;
   return { ...toGatewayCharge(c), idempotencyKey: c.idempotency_key, createdAt: new Date(c.created_at), metadata };
 }
@@ -83,7 +87,9 @@ export class HttpPaymentGateway implements PaymentGateway {
     // Both a charge and a decline are definite answers; anything else is not (410 request_expired, a request
     // that arrived after its not-after time, charged nothing, but only clock skew lets its sender see it).
     if (response.status === 200 || response.status === 402) return toGatewayCharge(await response.json());
-    throw new GatewayOutcomeUnknownError(`gateway answered ${response.status}: ${await response.text().catch(() => "")}`);
+    throw new GatewayOutcomeUnknownError(
+      `gateway answered ${response.status}: ${await response.text().catch(() => "")}`,
+    );
   }
 
   /** The simulator's lookup by key reads its own table: a miss is a proof. */
@@ -95,7 +101,17 @@ export class HttpPaymentGateway implements PaymentGateway {
     return { kind: "charged", charge: toGatewayCharge(await response.json()) };
   }
 
-  async listCharges({ since, until, cursor, limit = 100 }: { since: Date; until: Date; cursor?: string; limit?: number }) {
+  async listCharges({
+    since,
+    until,
+    cursor,
+    limit = 100,
+  }: {
+    since: Date;
+    until: Date;
+    cursor?: string;
+    limit?: number;
+  }) {
     const url = new URL("/v1/charges", this.baseUrl);
     url.searchParams.set("created_gte", since.toISOString());
     url.searchParams.set("created_lt", until.toISOString());

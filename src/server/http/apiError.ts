@@ -11,7 +11,11 @@ export type { ApiErrorCode };
  */
 export type ErrorDetails = Record<string, unknown>;
 
-export function errorBody(code: ApiErrorCode, message: string = API_ERRORS[code].message, details: ErrorDetails = {}): string {
+export function errorBody(
+  code: ApiErrorCode,
+  message: string = API_ERRORS[code].message,
+  details: ErrorDetails = {},
+): string {
   return JSON.stringify({ error: { code, message, ...details } });
 }
 

@@ -28,7 +28,10 @@ export type ErrorSpec = {
   advice: string;
   /** Sent as `Retry-After` (seconds) with every answer of this code. */
   retryAfterSeconds?: number;
-  /** An error about the use of Idempotency-Key: answered with `Link: <doc>; rel="describedby"`, as the draft suggests. */
+  /**
+   * An error about the use of Idempotency-Key: answered with
+   * `Link: <doc>; rel="describedby"`, as the draft suggests.
+   */
   idempotency?: boolean;
   /** Stored with the operation and replayed (with Idempotent-Replay: true) to every retry. */
   stored?: boolean;

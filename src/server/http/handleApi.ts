@@ -21,7 +21,10 @@ async function runCatching(run: () => Promise<Response>): Promise<Response> {
     if (error instanceof ApiError) return error.toResponse();
     if (isDatabaseUnavailable(error)) {
       // Prisma's messages quote the calling code; the last line is the cause.
-      const cause = String((error as Error).message).trim().split("\n").at(-1);
+      const cause = String((error as Error).message)
+        .trim()
+        .split("\n")
+        .at(-1);
       log.error({ cause }, "database unavailable: answered 503");
       return errorResponse("service_unavailable");
     }

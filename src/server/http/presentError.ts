@@ -34,7 +34,14 @@ export async function presentError(request: Request, response: Response): Promis
   let body: string;
   if (wantsProblemJson(request)) {
     headers.set("Content-Type", `${PROBLEM_JSON}; charset=utf-8`);
-    const problem = { type: docUrl, title: spec.title, status: response.status, detail: message, code, doc_url: docUrl };
+    const problem = {
+      type: docUrl,
+      title: spec.title,
+      status: response.status,
+      detail: message,
+      code,
+      doc_url: docUrl,
+    };
     body = JSON.stringify({ ...details, ...problem });
   } else {
     body = JSON.stringify({ error: { code, message, ...details, doc_url: docUrl } });

@@ -156,8 +156,7 @@ export async function eventCounts(
 export async function pruneEvents(cutoff: Date, batchSize = 1_000): Promise<number> {
   let total = 0;
   for (;;) {
-    const n =
-      await db.$executeRaw`
+    const n = await db.$executeRaw`
         DELETE FROM idempotency_events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${batchSize}`;
     total += n;
     if (n < batchSize) return total;

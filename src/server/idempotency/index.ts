@@ -7,13 +7,34 @@
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
 export {
-  answersWithoutTheirCharge, countInProgress, countRecords, findOperation, findRecord, listRecords, pruneExpiredBatch,
-  recordsInProgress, recordsWithKeyPrefix, type ListedRecord, type OperationState,
+  answersWithoutTheirCharge,
+  countInProgress,
+  countRecords,
+  findOperation,
+  findRecord,
+  listRecords,
+  pruneExpiredBatch,
+  recordsInProgress,
+  recordsWithKeyPrefix,
+  type ListedRecord,
+  type OperationState,
 } from "./queries";
 export { eventCounts, eventsOf, flushEvents, pruneEvents, type EventKind, type TimelineEvent } from "./events";
 export {
-  decodeRecord, displayKey, ImpossibleRecordError, keyFromBytes, keyToBytes, phaseDisplay, phaseWhere, PHASE_DISPLAY,
-  type FinishedBy, type IdempotencyRecord, type Phase, type PhaseDisplayKey, type PhaseFilter, type PhaseName,
+  decodeRecord,
+  displayKey,
+  ImpossibleRecordError,
+  keyFromBytes,
+  keyToBytes,
+  phaseDisplay,
+  phaseWhere,
+  PHASE_DISPLAY,
+  type FinishedBy,
+  type IdempotencyRecord,
+  type Phase,
+  type PhaseDisplayKey,
+  type PhaseFilter,
+  type PhaseName,
   type RecordFilter,
 } from "./lifecycle";
 export { canonicalJson, requestHash } from "./canonicalHash";

@@ -83,8 +83,21 @@ export const keyFromBytes = (bytes: Uint8Array): string => Buffer.from(bytes).to
 /** The row as Prisma reads it (and as raw SQL rows are mapped to). */
 export type RecordRow = Pick<
   IdempotentRequest,
-  | "id" | "idempotencyKey" | "route" | "apiClientId" | "requestHash" | "state" | "attempt" | "leaseExpiresAt"
-  | "lastAttemptAt" | "responseStatus" | "responseBody" | "finishedBy" | "createdAt" | "updatedAt" | "expiresAt"
+  | "id"
+  | "idempotencyKey"
+  | "route"
+  | "apiClientId"
+  | "requestHash"
+  | "state"
+  | "attempt"
+  | "leaseExpiresAt"
+  | "lastAttemptAt"
+  | "responseStatus"
+  | "responseBody"
+  | "finishedBy"
+  | "createdAt"
+  | "updatedAt"
+  | "expiresAt"
 >;
 
 export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
@@ -94,7 +107,11 @@ export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
       throw new ImpossibleRecordError(row.id, "complete without a stored response");
     }
     if (row.leaseExpiresAt !== null) throw new ImpossibleRecordError(row.id, "complete with a lease");
-    return { name: "complete", finishedBy: row.finishedBy, response: { status: row.responseStatus, body: row.responseBody } };
+    return {
+      name: "complete",
+      finishedBy: row.finishedBy,
+      response: { status: row.responseStatus, body: row.responseBody },
+    };
   }
   if (row.finishedBy !== null || row.responseStatus !== null) {
     throw new ImpossibleRecordError(row.id, "in progress with a stored outcome");
@@ -154,8 +171,12 @@ const micros = (ms: number) => Math.round(ms * 1000);
 /** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
 export function claimStatement(
   claim: {
-    idempotencyKey: string | null; route: string; apiClientId: number; requestHash: string;
-    customerId?: string | null; fields?: Record<string, unknown> | null;
+    idempotencyKey: string | null;
+    route: string;
+    apiClientId: number;
+    requestHash: string;
+    customerId?: string | null;
+    fields?: Record<string, unknown> | null;
   },
   { leaseMs, ttlMs }: Timing,
 ): Statement {
@@ -166,9 +187,13 @@ export function claimStatement(
           VALUES (?, ?, ?, ?, ?, ?, 'in_progress', 1, ${dbLater}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${dbLater})`,
     values: [
       claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
-      claim.route, claim.apiClientId, claim.customerId ?? null, claim.requestHash,
+      claim.route,
+      claim.apiClientId,
+      claim.customerId ?? null,
+      claim.requestHash,
       claim.fields ? JSON.stringify(claim.fields) : null,
-      micros(leaseMs), micros(ttlMs),
+      micros(leaseMs),
+      micros(ttlMs),
     ],
   };
 }
@@ -254,7 +279,8 @@ export function expireStatement(record: IdempotencyRecord): Statement {
 /** expire, in bulk: the pruner's batch, oldest first along (state, expires_at). */
 export function pruneBatchStatement(batchSize: number): Statement {
   return {
-    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW} ORDER BY expires_at LIMIT ?`,
+    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW}
+          ORDER BY expires_at LIMIT ?`,
     values: [batchSize],
   };
 }
@@ -288,10 +314,21 @@ export function byKeyStatement(idempotencyKey: string, route: string): Statement
 
 /** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
 const COLUMNS = [
-  ["id", "id"], ["idempotency_key", "idempotencyKey"], ["route", "route"], ["api_client_id", "apiClientId"],
-  ["request_hash", "requestHash"], ["state", "state"], ["attempt", "attempt"], ["lease_expires_at", "leaseExpiresAt"],
-  ["last_attempt_at", "lastAttemptAt"], ["response_status", "responseStatus"], ["response_body", "responseBody"],
-  ["finished_by", "finishedBy"], ["created_at", "createdAt"], ["updated_at", "updatedAt"], ["expires_at", "expiresAt"],
+  ["id", "id"],
+  ["idempotency_key", "idempotencyKey"],
+  ["route", "route"],
+  ["api_client_id", "apiClientId"],
+  ["request_hash", "requestHash"],
+  ["state", "state"],
+  ["attempt", "attempt"],
+  ["lease_expires_at", "leaseExpiresAt"],
+  ["last_attempt_at", "lastAttemptAt"],
+  ["response_status", "responseStatus"],
+  ["response_body", "responseBody"],
+  ["finished_by", "finishedBy"],
+  ["created_at", "createdAt"],
+  ["updated_at", "updatedAt"],
+  ["expires_at", "expiresAt"],
 ] as const;
 
 const SQL_COLUMNS = COLUMNS.map(([column, name]) => (column === name ? column : `${column} AS ${name}`)).join(", ");

@@ -73,5 +73,6 @@ export async function waitForHeldHere(claim: ClaimInput, ms: number): Promise<bo
 export function rememberAnswer(claim: ClaimInput, response: StoredResponse, expiresAt: Date): void {
   if (claim.idempotencyKey === null) return;
   const ttl = Math.min(ANSWER_TTL_MS, expiresAt.getTime() - Date.now());
-  if (ttl > 0) answered.set(mapKey(claim), { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response }, { ttl });
+  if (ttl > 0)
+    answered.set(mapKey(claim), { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response }, { ttl });
 }

@@ -1,7 +1,15 @@
 import { db, driverErrorCode } from "~/server/db";
 import {
-  answersWithoutTheirChargeStatement, decodeRecord, isExpired, keyPrefixStatement, phaseWhere, recordCountStatement,
-  recordListStatement, type IdempotencyRecord, type RecordFilter, type RecordRow,
+  answersWithoutTheirChargeStatement,
+  decodeRecord,
+  isExpired,
+  keyPrefixStatement,
+  phaseWhere,
+  recordCountStatement,
+  recordListStatement,
+  type IdempotencyRecord,
+  type RecordFilter,
+  type RecordRow,
 } from "./lifecycle";
 import * as records from "./records";
 import type { StoredResponse } from "./types";
@@ -82,7 +90,12 @@ export async function listRecords(
  * client and a status, say) are checked row by row, and a sparse combination
  * could read a big client's every row on each refresh: the budget stops that.
  */
-export async function countRecords(filter: RecordFilter, cap: number, budgetMs = 150, now = new Date()): Promise<number | null> {
+export async function countRecords(
+  filter: RecordFilter,
+  cap: number,
+  budgetMs = 150,
+  now = new Date(),
+): Promise<number | null> {
   const { sql, values } = recordCountStatement(filter, cap, now);
   try {
     const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(

@@ -8,13 +8,34 @@ import pLimit from "p-limit";
 import { env } from "~/env";
 import { log } from "~/server/observability/log";
 import {
-  db, execute, insertReturningId, isDuplicateKeyError, pipelinedTransaction, queryRows, retryOnLockConflict,
+  db,
+  execute,
+  insertReturningId,
+  isDuplicateKeyError,
+  pipelinedTransaction,
+  queryRows,
+  retryOnLockConflict,
   type Statement,
 } from "~/server/db";
 import {
-  byKeyStatement, claimStatement, completeStatement, decodeRecord, expireStatement, ImpossibleRecordError, keyToBytes,
-  lockStatement, pruneBatchStatement, releaseStatement, renewStatement, takeStatement, unfinishedStatement,
-  type FinishedBy, type IdempotencyRecord, type RecordRow, type Taker, type Timing,
+  byKeyStatement,
+  claimStatement,
+  completeStatement,
+  decodeRecord,
+  expireStatement,
+  ImpossibleRecordError,
+  keyToBytes,
+  lockStatement,
+  pruneBatchStatement,
+  releaseStatement,
+  renewStatement,
+  takeStatement,
+  unfinishedStatement,
+  type FinishedBy,
+  type IdempotencyRecord,
+  type RecordRow,
+  type Taker,
+  type Timing,
 } from "./lifecycle";
 import { noteEvent } from "./events";
 import type { ClaimInput, StoredResponse } from "./types";
@@ -27,8 +48,16 @@ export const timing: Timing = {
 /** A transition that matched, for the key's timeline (events.ts; written within a second, never awaited). */
 type NotedTransition = "claimed" | "taken_over" | "released" | "completed";
 const noted = (record: IdempotencyRecord, kind: NotedTransition, detail: string | null, at?: Date) =>
-  noteEvent({ kind, at, detail, requestId: record.id, idempotencyKey: record.idempotencyKey, route: record.route,
-              apiClientId: record.apiClientId, attempt: record.attempt });
+  noteEvent({
+    kind,
+    at,
+    detail,
+    requestId: record.id,
+    idempotencyKey: record.idempotencyKey,
+    route: record.route,
+    apiClientId: record.apiClientId,
+    attempt: record.attempt,
+  });
 
 /** When work under a hold must be done: a lease margin before the lease ends. */
 export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);

@@ -61,7 +61,11 @@ export async function runIdempotent(
   // is in this process, else by reading the record again, with backoff, holding
   // no connection while asleep. Each round decides afresh (a released claim is
   // taken, a complete one replayed), so waiting never bypasses the protocol.
-  for (let pause = FIRST_POLL_MS; outcome.kind === "in_progress" && !signal?.aborted; pause = Math.min(pause * 2, MAX_POLL_MS)) {
+  for (
+    let pause = FIRST_POLL_MS;
+    outcome.kind === "in_progress" && !signal?.aborted;
+    pause = Math.min(pause * 2, MAX_POLL_MS)
+  ) {
     const left = deadline - Date.now();
     if (left <= 0) break;
     waited = true;

@@ -23,7 +23,13 @@ export type InvariantReport = {
   ok: boolean;
 };
 
-export async function checkLedgerInvariants({ since, until = new Date() }: { since: Date; until?: Date }): Promise<InvariantReport> {
+export async function checkLedgerInvariants({
+  since,
+  until = new Date(),
+}: {
+  since: Date;
+  until?: Date;
+}): Promise<InvariantReport> {
   const reconciliation = await reconcileLedger({ since, until });
   const answersWithoutCharge = await answersWithoutTheirCharge(CHARGES_ROUTE, since);
   const inProgress = await recordsInProgress(CHARGES_ROUTE);
@@ -48,7 +54,8 @@ export function describeReport(report: InvariantReport): string {
       `left in progress ${report.inProgress.length}`,
   ];
   for (const f of report.findings.slice(0, 20)) lines.push(`  ${f.kind} ${f.subject} ${JSON.stringify(f.evidence)}`);
-  if (report.answersWithoutCharge.length) lines.push(`  201 without charge: records ${report.answersWithoutCharge.slice(0, 20).join(", ")}`);
+  if (report.answersWithoutCharge.length)
+    lines.push(`  201 without charge: records ${report.answersWithoutCharge.slice(0, 20).join(", ")}`);
   if (report.inProgress.length) lines.push(`  in progress: records ${report.inProgress.slice(0, 20).join(", ")}`);
   return lines.join("\n");
 }

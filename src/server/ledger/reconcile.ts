@@ -63,7 +63,12 @@ function compare(gatewayCharge: ListedGatewayCharge, appCharge: Charge): Finding
     requestId: appCharge.idempotentRequestId ?? undefined,
     evidence: {
       gateway: { id: gatewayCharge.id, amount_cents: gatewayCharge.amountCents, currency: gatewayCharge.currency },
-      app: { id: appCharge.id, gateway_charge_id: appCharge.gatewayChargeId, amount_cents: appCharge.amountCents, currency: appCharge.currency },
+      app: {
+        id: appCharge.id,
+        gateway_charge_id: appCharge.gatewayChargeId,
+        amount_cents: appCharge.amountCents,
+        currency: appCharge.currency,
+      },
     },
   };
 }
@@ -78,8 +83,14 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
     requestId: record?.id,
     evidence: {
       why,
-      gateway: { id: charge.id, key: charge.idempotencyKey, amount_cents: charge.amountCents, currency: charge.currency,
-                 created_at: charge.createdAt.toISOString(), metadata: charge.metadata },
+      gateway: {
+        id: charge.id,
+        key: charge.idempotencyKey,
+        amount_cents: charge.amountCents,
+        currency: charge.currency,
+        created_at: charge.createdAt.toISOString(),
+        metadata: charge.metadata,
+      },
       ...extra,
     },
   });
@@ -91,13 +102,17 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
       // The page's app charges were read before this record: it may have completed with the charge since.
       const recorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: charge.idempotencyKey } });
       if (recorded) return compare(charge, recorded) ?? "in_order";
-      return finding("the record completed without this charge", { record: { id: String(record.id), phase: record.phase } });
+      return finding("the record completed without this charge", {
+        record: { id: String(record.id), phase: record.phase },
+      });
     }
     case "released":
     case "lease_expired": {
       // Nobody is finishing it, and the gateway says what happened: finish it with that.
       const key = charge.idempotencyKey;
-      const result = await finishUnfinished(record, async (held) => chargeCompletion(held.record, charge, key, "reconciled"));
+      const result = await finishUnfinished(record, async (held) =>
+        chargeCompletion(held.record, charge, key, "reconciled"),
+      );
       return result.kind === "finished" ? "repaired" : "in_flight";
     }
   }
@@ -149,15 +164,20 @@ async function doubleCharges(charges: ListedGatewayCharge[]): Promise<Finding[]>
       const [first, second] = [sorted[i - 1]!, sorted[i]!];
       if (reported.has(second.id) || second.createdAt.getTime() - first.createdAt.getTime() >= ttlMs) continue;
       const firstRecorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: first.idempotencyKey } });
-      if (firstRecorded && firstRecorded.idempotentRequestId === null) continue; // completed and expired: a new operation
+      // Completed and expired: a new operation.
+      if (firstRecorded && firstRecorded.idempotentRequestId === null) continue;
       findings.push({
         kind: "several_gateway_charges_for_one_operation",
         subject: second.id,
         gatewayChargeId: second.id,
         evidence: {
           operation: { api_client_id: second.metadata!.apiClientId, idempotency_key: second.metadata!.idempotencyKey },
-          charges: [first, second].map((c) => ({ id: c.id, key: c.idempotencyKey, created_at: c.createdAt.toISOString(),
-                                                 request_id: c.metadata?.requestId })),
+          charges: [first, second].map((c) => ({
+            id: c.id,
+            key: c.idempotencyKey,
+            created_at: c.createdAt.toISOString(),
+            request_id: c.metadata?.requestId,
+          })),
         },
       });
     }
@@ -166,7 +186,11 @@ async function doubleCharges(charges: ListedGatewayCharge[]): Promise<Finding[]>
 }
 
 /** App charges of the window whose gateway charge the list did not show: asked of the gateway one by one. */
-async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date }, seenKeys: Set<string>, inOrder: Set<string>) {
+async function appChargesWithoutGatewayCharge(
+  window: { since: Date; until: Date },
+  seenKeys: Set<string>,
+  inOrder: Set<string>,
+) {
   const findings: Finding[] = [];
   let count = 0;
   let cursor: string | undefined;
@@ -178,7 +202,8 @@ async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date
     });
     count += page.length;
     for (const charge of page) {
-      const inOrderNow = () => inOrder.add(fingerprint({ kind: "app_charge_without_gateway_charge", subject: charge.id }));
+      const inOrderNow = () =>
+        inOrder.add(fingerprint({ kind: "app_charge_without_gateway_charge", subject: charge.id }));
       // A decline moved no money; a provider may refuse one without keeping any object of it (Stripe, for
       // a payment method it does not know), so only a succeeded app charge must have its gateway charge.
       if (seenKeys.has(charge.gatewayIdempotencyKey) || charge.status === "failed") {
@@ -189,7 +214,11 @@ async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date
       const lookup = await gateway.findCharge({
         idempotencyKey: charge.gatewayIdempotencyKey,
         // An empty requestId once the record is pruned: the key alone names the charge.
-        metadata: { requestId: String(charge.idempotentRequestId ?? ""), apiClientId: String(charge.apiClientId), idempotencyKey: null },
+        metadata: {
+          requestId: String(charge.idempotentRequestId ?? ""),
+          apiClientId: String(charge.apiClientId),
+          idempotencyKey: null,
+        },
         // The app row is written right after the gateway answered: a lookup that lags (Stripe's search) may not
         // show a charge that recent yet, and must say so (unproven) rather than "not charged".
         lastAttemptAt: charge.createdAt,
@@ -207,8 +236,14 @@ async function appChargesWithoutGatewayCharge(window: { since: Date; until: Date
         requestId: charge.idempotentRequestId ?? undefined,
         evidence: {
           why: "the gateway has no charge under its key",
-          app: { id: charge.id, key: charge.gatewayIdempotencyKey, gateway_charge_id: charge.gatewayChargeId,
-                 amount_cents: charge.amountCents, currency: charge.currency, created_at: charge.createdAt.toISOString() },
+          app: {
+            id: charge.id,
+            key: charge.gatewayIdempotencyKey,
+            gateway_charge_id: charge.gatewayChargeId,
+            amount_cents: charge.amountCents,
+            currency: charge.currency,
+            created_at: charge.createdAt.toISOString(),
+          },
         },
       });
     }
@@ -250,7 +285,13 @@ async function storeFindings(runId: number, findings: Finding[], inOrder: Set<st
  * Reconciles [since, until): every gateway charge created in the window, and
  * every app charge created in it. Records the run and its findings.
  */
-export async function reconcileLedger({ since, until = new Date() }: { since: Date; until?: Date }): Promise<ReconciliationResult> {
+export async function reconcileLedger({
+  since,
+  until = new Date(),
+}: {
+  since: Date;
+  until?: Date;
+}): Promise<ReconciliationResult> {
   const run = await db.reconciliationRun.create({
     data: { instance: `${hostname()}:${process.pid}`, windowStart: since, windowEnd: until, startedAt: new Date() },
   });
@@ -281,14 +322,31 @@ export async function reconcileLedger({ since, until = new Date() }: { since: Da
     } while (cursor);
 
     findings.push(...(await doubleCharges(listed)));
-    const app = await appChargesWithoutGatewayCharge({ since, until }, new Set(listed.map((c) => c.idempotencyKey)), inOrder);
+    const app = await appChargesWithoutGatewayCharge(
+      { since, until },
+      new Set(listed.map((c) => c.idempotencyKey)),
+      inOrder,
+    );
     findings.push(...app.findings);
     await storeFindings(run.id, findings, inOrder);
     await db.reconciliationRun.update({
       where: { id: run.id },
-      data: { finishedAt: new Date(), gatewayCharges: listed.length, appCharges: app.count, repaired, mismatches: findings.length },
+      data: {
+        finishedAt: new Date(),
+        gatewayCharges: listed.length,
+        appCharges: app.count,
+        repaired,
+        mismatches: findings.length,
+      },
     });
-    return { runId: run.id, window: { since, until }, gatewayCharges: listed.length, appCharges: app.count, repaired, findings };
+    return {
+      runId: run.id,
+      window: { since, until },
+      gatewayCharges: listed.length,
+      appCharges: app.count,
+      repaired,
+      findings,
+    };
   } catch (error) {
     await db.reconciliationRun
       .update({ where: { id: run.id }, data: { finishedAt: new Date(), error: String(error) } })

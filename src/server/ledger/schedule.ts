@@ -18,7 +18,10 @@ export async function reconcileIfDue(now = new Date()): Promise<ReconciliationRe
   if (env.RECONCILE_INTERVAL_MS === 0) return null;
   const last = await db.reconciliationRun.findFirst({ orderBy: { id: "desc" } });
   if (last && now.getTime() - last.startedAt.getTime() < env.RECONCILE_INTERVAL_MS) return null;
-  const lastFinished = await db.reconciliationRun.findFirst({ where: { error: null, finishedAt: { not: null } }, orderBy: { id: "desc" } });
+  const lastFinished = await db.reconciliationRun.findFirst({
+    where: { error: null, finishedAt: { not: null } },
+    orderBy: { id: "desc" },
+  });
   const since = lastFinished
     ? new Date(Math.max(lastFinished.windowEnd.getTime() - OVERLAP_MS, now.getTime() - 24 * 3_600_000))
     : new Date(now.getTime() - FIRST_WINDOW_MS);

@@ -16,7 +16,11 @@ function serializeError(error: unknown) {
     code: e.code,
     errno: e.errno,
     sqlState: e.sqlState,
-    stack: e.stack?.split("\n").filter((line) => line.trimStart().startsWith("at ")).slice(0, 8).join("\n"),
+    stack: e.stack
+      ?.split("\n")
+      .filter((line) => line.trimStart().startsWith("at "))
+      .slice(0, 8)
+      .join("\n"),
   };
 }
 
@@ -34,8 +38,22 @@ export const log = pino({
   mixin: () => currentLogContext() ?? {},
   serializers: { err: serializeError, error: serializeError },
   redact: {
-    paths: ["authorization", "*.authorization", "apiKey", "*.apiKey", "card_token", "*.card_token", "cardToken",
-      "*.cardToken", "password", "*.password", "secret", "*.secret", "token", "*.token"],
+    paths: [
+      "authorization",
+      "*.authorization",
+      "apiKey",
+      "*.apiKey",
+      "card_token",
+      "*.card_token",
+      "cardToken",
+      "*.cardToken",
+      "password",
+      "*.password",
+      "secret",
+      "*.secret",
+      "token",
+      "*.token",
+    ],
     censor: "[redacted]",
   },
 });

@@ -22,8 +22,14 @@ function createMetrics() {
     registers,
   });
   // The outcomes every dashboard expects, at 0 until they happen.
-  for (const [outcome, status] of [["fresh", 201], ["replay", 201], ["in_progress", 409], ["key_reused", 422],
-    ["invalid_request", 400], ["service_unavailable", 503]] as const) {
+  for (const [outcome, status] of [
+    ["fresh", 201],
+    ["replay", 201],
+    ["in_progress", 409],
+    ["key_reused", 422],
+    ["invalid_request", 400],
+    ["service_unavailable", 503],
+  ] as const) {
     answers.labels(outcome, String(status)).inc(0);
   }
 
@@ -36,8 +42,9 @@ function createMetrics() {
   });
   const claimConflicts = new Counter({
     name: "charges_idempotency_claim_conflicts_total",
-    help: "Claim INSERTs that lost a lock conflict (an InnoDB deadlock, a Galera certification failure: 1213) "
-      + "and went round again",
+    help:
+      "Claim INSERTs that lost a lock conflict (an InnoDB deadlock, a Galera certification failure: 1213) " +
+      "and went round again",
     registers,
   });
   const gatewaySeconds = new Histogram({
@@ -56,14 +63,23 @@ function createMetrics() {
       this.set(poolUsage.active);
     },
   });
-  new Gauge({ name: "charges_db_pool_limit", help: "Size of this process's database pool", registers, collect() {
-    this.set(poolUsage.limit);
-  } });
-  new Counter({ name: "charges_db_pool_waits_total", help: "Requests that waited for a free connection", registers,
+  new Gauge({
+    name: "charges_db_pool_limit",
+    help: "Size of this process's database pool",
+    registers,
+    collect() {
+      this.set(poolUsage.limit);
+    },
+  });
+  new Counter({
+    name: "charges_db_pool_waits_total",
+    help: "Requests that waited for a free connection",
+    registers,
     collect() {
       this.reset();
       this.inc(poolUsage.waited);
-    } });
+    },
+  });
 
   new Gauge({
     name: "charges_sweeper_records_last_hour",
@@ -134,7 +150,8 @@ function createMetrics() {
 
 const globalForMetrics = globalThis as unknown as { chargesMetrics?: ReturnType<typeof createMetrics> };
 /** One set per process, whichever bundle imports it first. */
-export const metrics = (globalForMetrics.chargesMetrics ??= createMetrics());
+globalForMetrics.chargesMetrics ??= createMetrics();
+export const metrics = globalForMetrics.chargesMetrics;
 
 /** Seconds since `startedAt` (a performance.now() value), for the histograms. */
 export const secondsSince = (startedAt: number) => (performance.now() - startedAt) / 1000;

@@ -32,7 +32,7 @@ export async function requestDetail(id: bigint) {
   const now = new Date();
   const record = decodeRecord(row, now);
   const [[summary], { events, truncated }, counts, reuseRows] = await Promise.all([
-    summarise([{ ...record, customerId: row.customerId }], now),
+    summarise([{ ...record, customerId: row.customerId }]),
     eventsOf(record),
     eventCounts(record),
     record.idempotencyKey === null

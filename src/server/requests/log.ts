@@ -52,7 +52,7 @@ export async function listRequests({ cursor, limit, ...filters }: z.infer<typeof
   const before = c ? { createdAt: c.createdAt, id: BigInt(c.id) } : null;
   const records = await listRecords(filters, { before, limit: limit + 1 }, now);
   const page = records.slice(0, limit);
-  return { items: await summarise(page, now), nextCursor: records.length > limit ? cursorOf(page.at(-1)!) : null, now };
+  return { items: await summarise(page), nextCursor: records.length > limit ? cursorOf(page.at(-1)!) : null, now };
 }
 
 /** How many records match, exact up to COUNT_CAP; null when the count would take too long (see countRecords). */
@@ -66,7 +66,7 @@ export async function countRequests(filters: RequestFilters) {
  * lifecycle module, the client's name, the charge if one was made. Two
  * indexed reads for the whole page (clients by id, charges by record id).
  */
-export async function summarise(records: ListedRecord[], now: Date) {
+export async function summarise(records: ListedRecord[]) {
   const ids = records.map((r) => r.id);
   const clientIds = [...new Set(records.map((r) => r.apiClientId))];
   const [clients, charges] = await Promise.all([

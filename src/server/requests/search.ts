@@ -36,7 +36,7 @@ export async function searchByPrefix(prefix: string) {
     ),
   ]);
   return {
-    requests: await summarise(records.slice(0, PER_KIND), now),
+    requests: await summarise(records.slice(0, PER_KIND)),
     charges: charges.slice(0, PER_KIND),
     customers: customers.slice(0, PER_KIND).map((c) => c.customerId),
     more: {

@@ -41,7 +41,12 @@ function addToBuckets(counts: BucketCount[]): Statement {
             last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
                                        VALUES(last_keyless_at))`,
     values: counts.flatMap((c) => [
-      c.apiClientId, c.bucketStart, Math.floor(Math.random() * COUNT_SHARDS), c.keyed, c.keyless, c.keylessRejected,
+      c.apiClientId,
+      c.bucketStart,
+      Math.floor(Math.random() * COUNT_SHARDS),
+      c.keyed,
+      c.keyless,
+      c.keylessRejected,
       c.lastKeylessAt,
     ]),
   };
@@ -56,14 +61,19 @@ function addToBuckets(counts: BucketCount[]): Statement {
  */
 export function keylessCountStatement(apiClientId: number, at: Date, { refused = false } = {}): Statement {
   const keylessRejected = refused ? 1 : 0;
-  return addToBuckets([{ apiClientId, bucketStart: hourBucket(at), keyed: 0, keyless: 1, keylessRejected, lastKeylessAt: at }]);
+  return addToBuckets([
+    { apiClientId, bucketStart: hourBucket(at), keyed: 0, keyless: 1, keylessRejected, lastKeylessAt: at },
+  ]);
 }
 
 /**
  * Counts a keyless POST that was answered without a record: refused (the header required, globally or for its
  * client: counted as rejected too, which the rollout page shows per client), invalid, or its client gone.
  */
-export async function countKeylessRequest(apiClientId: number, { refused = false, at = new Date() } = {}): Promise<void> {
+export async function countKeylessRequest(
+  apiClientId: number,
+  { refused = false, at = new Date() } = {},
+): Promise<void> {
   await execute(keylessCountStatement(apiClientId, at, { refused }));
 }
 
@@ -77,7 +87,14 @@ let flushTimer: NodeJS.Timeout | undefined;
  * loses at most a second of keyed counts, never a keyless one.
  */
 export function countKeyedRequest(apiClientId: number, at = new Date()): void {
-  holdKeyed({ apiClientId, bucketStart: hourBucket(at), keyed: 1, keyless: 0, keylessRejected: 0, lastKeylessAt: null });
+  holdKeyed({
+    apiClientId,
+    bucketStart: hourBucket(at),
+    keyed: 1,
+    keyless: 0,
+    keylessRejected: 0,
+    lastKeylessAt: null,
+  });
 }
 
 function holdKeyed(count: BucketCount) {
@@ -85,7 +102,7 @@ function holdKeyed(count: BucketCount) {
   const pending = pendingKeyed.get(id);
   if (pending) pending.keyed += count.keyed;
   else pendingKeyed.set(id, { ...count });
-  flushTimer ??= setTimeout(() => void flushKeyedCounts(), KEYED_FLUSH_INTERVAL_MS).unref();
+  if (flushTimer === undefined) flushTimer = setTimeout(() => void flushKeyedCounts(), KEYED_FLUSH_INTERVAL_MS).unref();
 }
 
 /** Writes the keyed counts held in memory; kept for the next round if the database refuses. */

@@ -126,8 +126,8 @@ export async function rolloutStatus(now = new Date()) {
     // A bucket with accepted keyless requests (more keyless than refused) names its last one; a bucket whose
     // keyless requests were all refused does not block anything.
     db.$queryRawUnsafe<ClientWindowRow[]>(
-      `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected,
-              MAX(last_keyless_at) AS lastKeylessAt,
+      `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyless) AS keyless,
+              SUM(keyless_rejected) AS rejected, MAX(last_keyless_at) AS lastKeylessAt,
               MAX(CASE WHEN keyless > keyless_rejected THEN last_keyless_at END) AS lastAcceptedKeylessAt
          FROM request_count_buckets WHERE bucket_start >= ? GROUP BY api_client_id`,
       hourBucket(windowStart),

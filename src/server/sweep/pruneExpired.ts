@@ -54,11 +54,16 @@ export async function pruneExpired({
   batchSize = env.PRUNE_BATCH_SIZE,
   budgetMs = Infinity,
   now = new Date(),
-}: { batchSize?: number; budgetMs?: number; now?: Date } = {}): Promise<number> {
+}: {
+  batchSize?: number;
+  budgetMs?: number;
+  now?: Date;
+} = {}): Promise<number> {
   const deadline = performance.now() + budgetMs;
   const historyCutoff = new Date(now.getTime() - HISTORY_RETENTION_DAYS * 86_400_000);
   // Records expire by the database's clock (the lifecycle's rule); history by this one, which is fine for it.
   const pruned = await deleteInBatches((_, size) => pruneExpiredBatch(size), now, batchSize, deadline);
-  for (const [table, column] of HISTORY) await deleteInBatches(deleteOld(table, column), historyCutoff, batchSize, deadline);
+  for (const [table, column] of HISTORY)
+    await deleteInBatches(deleteOld(table, column), historyCutoff, batchSize, deadline);
   return pruned;
 }

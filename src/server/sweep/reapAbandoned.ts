@@ -20,7 +20,10 @@ export type ReapResult = { reaped: number; reconciled: number; skipped: number }
 export async function reapAbandoned({
   olderThanMs = env.REAP_AFTER_MS,
   batchSize = 100,
-}: { olderThanMs?: number; batchSize?: number } = {}): Promise<ReapResult> {
+}: {
+  olderThanMs?: number;
+  batchSize?: number;
+} = {}): Promise<ReapResult> {
   const result: ReapResult = { reaped: 0, reconciled: 0, skipped: 0 };
   for (const candidate of await findUnfinished(olderThanMs, batchSize)) {
     try {

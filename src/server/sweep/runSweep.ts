@@ -21,14 +21,19 @@ export async function runSweep(options: { reapAfterMs?: number; reconcile?: bool
     const { reaped, reconciled } = await reapAbandoned({ olderThanMs: options.reapAfterMs });
     // Half the interval at most: the next sweep's reaping must not wait on a backlog.
     const pruned = await pruneExpired({ budgetMs: env.SWEEP_INTERVAL_MS / 2 });
-    const finished = await db.sweepRun.update({ where: { id: run.id }, data: { finishedAt: new Date(), reaped, reconciled, pruned } });
+    const finished = await db.sweepRun.update({
+      where: { id: run.id },
+      data: { finishedAt: new Date(), reaped, reconciled, pruned },
+    });
     if (options.reconcile ?? true) await reconcileIfDue();
     await scanForDuplicates();
     await pruneEvents(new Date(Date.now() - 2 * env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000));
     await flushEvents();
     return finished;
   } catch (error) {
-    await db.sweepRun.update({ where: { id: run.id }, data: { finishedAt: new Date(), error: String(error) } }).catch(() => {});
+    await db.sweepRun
+      .update({ where: { id: run.id }, data: { finishedAt: new Date(), error: String(error) } })
+      .catch(() => {});
     throw error;
   }
 }

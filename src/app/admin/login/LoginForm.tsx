@@ -77,6 +77,8 @@ export function LoginForm() {
             pattern="[0-9]{6}"
             maxLength={6}
             required
+            // The field replaces the password step just submitted: focus must follow it.
+            // biome-ignore lint/a11y/noAutofocus: deliberate, see above
             autoFocus
           />
         </label>

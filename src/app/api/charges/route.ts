@@ -12,14 +12,18 @@ import { metrics } from "~/server/observability/metrics";
 
 export const dynamic = "force-dynamic";
 
-const ageSeconds = (since: Date | null) => (since ? Math.max(0, Math.round((Date.now() - since.getTime()) / 1000)) : undefined);
+const ageSeconds = (since: Date | null) =>
+  since ? Math.max(0, Math.round((Date.now() - since.getTime()) / 1000)) : undefined;
 
 // Statuses, Retry-After and Link come from the error registry (src/server/http/errorRegistry.ts).
 function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
   const applied = "waited" in outcome && outcome.waited ? preferenceApplied(waitSeconds) : {};
   switch (outcome.kind) {
     case "response":
-      return jsonResponse(outcome.response.status, outcome.response.body, { ...(outcome.replayed ? REPLAY_HEADERS : {}), ...applied });
+      return jsonResponse(outcome.response.status, outcome.response.body, {
+        ...(outcome.replayed ? REPLAY_HEADERS : {}),
+        ...applied,
+      });
     case "invalid_request":
       return errorResponse("invalid_request", { details: { fields: outcome.fields } });
     case "invalid_idempotency_key":
@@ -27,7 +31,10 @@ function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
     case "idempotency_key_required":
       return errorResponse("idempotency_key_required");
     case "in_progress":
-      return errorResponse("request_in_progress", { details: { age_seconds: ageSeconds(outcome.since) }, headers: applied });
+      return errorResponse("request_in_progress", {
+        details: { age_seconds: ageSeconds(outcome.since) },
+        headers: applied,
+      });
     case "key_reused":
       return errorResponse("idempotency_key_reused");
     case "client_gone":
@@ -71,7 +78,9 @@ function outcomeLabel(outcome: ChargeOutcome | undefined, status: number): strin
 }
 
 /** ?idempotency_key=K, or ?request_id=N (what a keyless request whose outcome was unknown was given). */
-function operationHandle(query: URLSearchParams): { idempotencyKey: string } | { requestId: bigint } | { problem: string } {
+function operationHandle(
+  query: URLSearchParams,
+): { idempotencyKey: string } | { requestId: bigint } | { problem: string } {
   const requestId = query.get("request_id");
   if (requestId !== null) {
     return /^\d{1,19}$/.test(requestId) ? { requestId: BigInt(requestId) } : { problem: "request_id must be a number" };

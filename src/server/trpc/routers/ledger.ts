@@ -17,7 +17,10 @@ export const ledgerRouter = createTRPCRouter({
     .input(
       z.object({
         includeResolved: z.boolean().default(false),
-        cursor: z.string().regex(/^\d{1,19}$/).nullish(),
+        cursor: z
+          .string()
+          .regex(/^\d{1,19}$/)
+          .nullish(),
         limit: z.number().int().min(1).max(100).default(25),
       }),
     )

@@ -115,6 +115,7 @@ export function ApiClients() {
                       <td>
                         {(key.state === "active" || key.state === "grace") && (
                           <button
+                            type="button"
                             className="btn"
                             aria-label={`Revoke key ${key.keyPrefix}`}
                             onClick={() =>
@@ -131,6 +132,7 @@ export function ApiClients() {
               </table>
             </div>
             <button
+              type="button"
               className="btn"
               onClick={async () => {
                 const r = await rotate.mutateAsync({ clientId: client.id, graceHours: grace });
@@ -140,6 +142,7 @@ export function ApiClients() {
               Rotate key of {client.name}
             </button>{" "}
             <button
+              type="button"
               className="btn"
               onClick={async () => {
                 const r = await issue.mutateAsync({ clientId: client.id });

@@ -23,7 +23,10 @@ export function AuditLog() {
       <h1 className="mb-2">Audit log</h1>
       <form
         className="filters"
-        onSubmit={(e) => (e.preventDefault(), setFilters({ ...filters, actor: actorInput.trim() || undefined }))}
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilters({ ...filters, actor: actorInput.trim() || undefined });
+        }}
       >
         <label className="field">
           Action{" "}
@@ -105,7 +108,7 @@ export function AuditLog() {
       </div>
       {entries.length === 0 && log.isSuccess && <p className="muted">No entries match.</p>}
       {log.hasNextPage && (
-        <button className="btn" onClick={() => log.fetchNextPage()} disabled={log.isFetchingNextPage}>
+        <button type="button" className="btn" onClick={() => log.fetchNextPage()} disabled={log.isFetchingNextPage}>
           Older entries
         </button>
       )}

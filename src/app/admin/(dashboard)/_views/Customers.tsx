@@ -31,6 +31,7 @@ export function CustomerSearch() {
       <PageHeader title="Customers">
         Every charge of a customer, keyed and keyless, with possible duplicates highlighted.
       </PageHeader>
+      {/* biome-ignore lint/a11y/useSemanticElements: <form role="search"> is the ARIA landmark pattern */}
       <form
         role="search"
         aria-label="Find a customer"
@@ -46,7 +47,10 @@ export function CustomerSearch() {
           <input
             className="input"
             value={input}
-            onChange={(e) => (setInput(e.target.value), setPrefix(e.target.value.trim()))}
+            onChange={(e) => {
+              setInput(e.target.value);
+              setPrefix(e.target.value.trim());
+            }}
           />
         </label>
         <button type="submit" className="btn">

@@ -42,8 +42,8 @@ export function Ledger() {
             {s.lastRun ? (
               <>
                 <p className="m-0">
-                  <Time date={s.lastRun.startedAt} /> on {s.lastRun.instance}, window {absolute(s.lastRun.windowStart)}{" "}
-                  to {absolute(s.lastRun.windowEnd)}
+                  <Time date={s.lastRun.startedAt} /> on {s.lastRun.instance},{" "}
+                  {`window ${absolute(s.lastRun.windowStart)} to ${absolute(s.lastRun.windowEnd)}`}
                   {s.lastRun.error ? (
                     <span className="bad"> — failed: {s.lastRun.error}</span>
                   ) : !s.lastRun.finishedAt ? (

@@ -14,7 +14,7 @@ type Detail = RouterOutputs["requests"]["byId"];
 type Entry = Detail["timeline"][number];
 
 /** How each key event reads on the timeline. */
-function describe(e: Entry): {
+function describeEntry(e: Entry): {
   label: string;
   tone: "progress" | "warning" | "ok" | "danger" | "neutral";
   text: string;
@@ -27,7 +27,9 @@ function describe(e: Entry): {
       return {
         label: "409",
         tone: "neutral",
-        text: `A retry arrived while the first was still running: 409 request_in_progress${e.detail ? ` (${e.detail})` : ""}.`,
+        text:
+          "A retry arrived while the first was still running: 409 request_in_progress" +
+          `${e.detail ? ` (${e.detail})` : ""}.`,
       };
     case "replayed":
       return {
@@ -134,8 +136,8 @@ function Loaded({ d }: { d: Detail }) {
             </dd>
             <dt>Retries, replays, reuses</dt>
             <dd data-testid="event-counts">
-              {counts.in_progress ?? 0} × 409 while in flight, {counts.replayed ?? 0} replays, {counts.key_reused ?? 0}{" "}
-              reuse attempts, {counts.taken_over ?? 0} take-overs
+              {`${counts.in_progress ?? 0} × 409 while in flight, ${counts.replayed ?? 0} replays, `}
+              {`${counts.key_reused ?? 0} reuse attempts, ${counts.taken_over ?? 0} take-overs`}
             </dd>
           </dl>
         </section>
@@ -216,7 +218,7 @@ function Loaded({ d }: { d: Detail }) {
         {d.timelineTruncated && <p className="muted text-sm">Showing the latest 200 events.</p>}
         <ol className="space-y-2" data-testid="timeline">
           {d.timeline.map((e) => {
-            const { label, tone, text } = describe(e);
+            const { label, tone, text } = describeEntry(e);
             return (
               <li
                 key={e.id}

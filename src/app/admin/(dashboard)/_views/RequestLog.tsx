@@ -114,11 +114,15 @@ export function RequestLog() {
         shows what you see. States are the record lifecycle&apos;s.
       </PageHeader>
 
+      {/* biome-ignore lint/a11y/useSemanticElements: <form role="search"> is the ARIA landmark pattern */}
       <form
         role="search"
         aria-label="Prefix search"
         className="card flex flex-wrap items-end gap-2"
-        onSubmit={(e) => (e.preventDefault(), void setParams({ q: search.trim() || null }))}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void setParams({ q: search.trim() || null });
+        }}
       >
         <label className="field min-w-0 flex-1">
           Search by the start of an idempotency key, charge id or customer id
@@ -133,7 +137,14 @@ export function RequestLog() {
           Search
         </button>
         {params.q && (
-          <button type="button" className="btn-secondary" onClick={() => (setSearch(""), void setParams({ q: null }))}>
+          <button
+            type="button"
+            className="btn-secondary"
+            onClick={() => {
+              setSearch("");
+              void setParams({ q: null });
+            }}
+          >
             Clear search
           </button>
         )}

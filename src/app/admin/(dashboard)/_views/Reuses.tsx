@@ -64,6 +64,7 @@ export function Reuses() {
         under an old key (open the original record to see which fields differed); another client&apos;s key is a
         collision of non-random keys, or guessing. Nothing another client sent is shown as the owner&apos;s.
       </PageHeader>
+      {/* biome-ignore lint/a11y/useSemanticElements: toggle buttons, not form fields: no <fieldset> */}
       <div role="group" aria-label="Kind of reuse" className="flex flex-wrap gap-2">
         {tabs.map((t) => (
           <button

@@ -132,8 +132,9 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
       <div data-testid="safe-to-enforce" className="space-y-1">
         {s.mode === "required" ? (
           <p className="good m-0 font-medium">
-            Enforced for every client: {s.rejectedInWindow.toLocaleString("en")} keyless requests refused in the last{" "}
-            {s.windowHours} h (per client below).
+            Enforced for every client:{" "}
+            {`${s.rejectedInWindow.toLocaleString("en")} keyless requests refused in the last ${s.windowHours} h`} (per
+            client below).
           </p>
         ) : s.safeToEnforce ? (
           <p className="good m-0 font-medium">
@@ -250,8 +251,10 @@ function ClientSwitch({ c }: { c: ClientRow }) {
       ) : (
         <p>
           {c.keylessLastHour > 0
-            ? `${c.name} sent ${c.keylessLastHour.toLocaleString("en")} keyless requests since the start of the previous hour; from now on they get 400 idempotency_key_required.`
-            : `${c.name} sent no accepted keyless request since the start of the previous hour: nothing that ran then would be refused.`}
+            ? `${c.name} sent ${c.keylessLastHour.toLocaleString("en")} keyless requests since the start of the ` +
+              "previous hour; from now on they get 400 idempotency_key_required."
+            : `${c.name} sent no accepted keyless request since the start of the previous hour: ` +
+              "nothing that ran then would be refused."}
         </p>
       )}
     </ConfirmDialog>
@@ -305,7 +308,10 @@ function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
     <section className="space-y-2" aria-label="By API client">
       <h2>By API client</h2>
       <DataTable
-        caption={`Requests in the last ${s.windowHours} h (since ${absolute(s.windowStart)}), blocking clients highlighted`}
+        caption={
+          `Requests in the last ${s.windowHours} h (since ${absolute(s.windowStart)}), ` +
+          "blocking clients highlighted"
+        }
         columns={columns}
         data={s.clients}
         rowId={(c) => String(c.apiClientId)}

@@ -97,6 +97,7 @@ export function Staff() {
                     {u.twoFactor ? "on" : "off"}
                     {u.twoFactor && (
                       <button
+                        type="button"
                         className="btn"
                         aria-label={`Reset two-factor of ${u.email}`}
                         onClick={() => resetTwoFactor.mutate({ userId: u.id })}
@@ -109,6 +110,7 @@ export function Staff() {
                   <td>{u.disabledAt ? `disabled ${absolute(u.disabledAt)}` : "active"}</td>
                   <td>
                     <button
+                      type="button"
                       className="btn"
                       aria-label={`${u.disabledAt ? "Enable" : "Disable"} ${u.email}`}
                       onClick={() => setDisabled.mutate({ userId: u.id, disabled: !u.disabledAt })}

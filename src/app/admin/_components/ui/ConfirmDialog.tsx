@@ -28,11 +28,22 @@ export function ConfirmDialog({
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
   return (
-    <Dialog.Root open={open} onOpenChange={(next) => (setOpen(next), next || setReason(""))}>
+    <Dialog.Root
+      open={open}
+      onOpenChange={(next) => {
+        setOpen(next);
+        if (!next) setReason("");
+      }}
+    >
       <Dialog.Trigger asChild>{trigger}</Dialog.Trigger>
       <Dialog.Portal>
         <Dialog.Overlay className="fixed inset-0 bg-slate-900/50" />
-        <Dialog.Content className="fixed top-1/2 left-1/2 max-h-[90vh] w-[min(36rem,calc(100vw-2rem))] -translate-x-1/2 -translate-y-1/2 overflow-y-auto rounded-lg bg-white p-5 shadow-xl">
+        <Dialog.Content
+          className={
+            "fixed top-1/2 left-1/2 max-h-[90vh] w-[min(36rem,calc(100vw-2rem))] -translate-x-1/2 -translate-y-1/2 " +
+            "overflow-y-auto rounded-lg bg-white p-5 shadow-xl"
+          }
+        >
           <Dialog.Title className="text-lg font-semibold">{title}</Dialog.Title>
           <Dialog.Description asChild>
             <div className="mt-2 space-y-2 text-sm">{children}</div>

@@ -15,6 +15,8 @@ export function DataTable<T>({
   testId,
 }: {
   caption: string;
+  // Each column's value type differs; ColumnDef<T, unknown> would not accept them (TanStack's documented idiom).
+  // biome-ignore lint/suspicious/noExplicitAny: see above
   columns: ColumnDef<T, any>[];
   data: T[];
   rowId: (row: T) => string;
@@ -23,6 +25,7 @@ export function DataTable<T>({
 }) {
   const table = useReactTable({ data, columns, getCoreRowModel: getCoreRowModel(), getRowId: rowId });
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a focusable scrolling box (axe), found by role in tests
     <div className="table-box" tabIndex={0} role="region" aria-label={caption} data-testid={testId}>
       <table className="data-table">
         <caption>{caption}</caption>

@@ -10,7 +10,8 @@ export const dynamic = "force-dynamic";
 
 /** The request with its body read (at most MAX_BODY_BYTES), or a 413. */
 async function withLimitedBody(req: Request): Promise<Request | Response> {
-  const tooLarge = () => errorResponse("body_too_large", { message: `Request body must be at most ${MAX_BODY_BYTES} bytes` });
+  const tooLarge = () =>
+    errorResponse("body_too_large", { message: `Request body must be at most ${MAX_BODY_BYTES} bytes` });
   if (Number(req.headers.get("content-length")) > MAX_BODY_BYTES) return tooLarge();
   if (!req.body) return req;
   const chunks: Uint8Array[] = [];
