@@ -3,7 +3,7 @@
  * dashboard does) and from the command line (npm run clients / staff).
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
@@ -15,13 +15,28 @@ after(closeConnections);
 const tryKey = (apiKey: string) =>
   postCharge({ apiKey, key: uniqueKey("access"), body: { amount_cents: -1 } }).then((r) => r.status);
 
-function cli(script: "clients" | "staff", args: string[], input?: string) {
-  const run = spawnSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, `scripts/${script}.ts`, ...args], {
+/**
+ * Runs a CLI as a child process. Asynchronously: a spawnSync would stop this process's event loop for seconds,
+ * while the server closes the idle keep-alive socket of the last request; fetch would then send the next request
+ * on a socket whose close it had not yet read ("other side closed").
+ */
+function cli(
+  script: "clients" | "staff",
+  args: string[],
+  input?: string,
+): Promise<{ status: number | null; out: string; err: string }> {
+  const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, `scripts/${script}.ts`, ...args], {
     env: process.env,
-    encoding: "utf8",
-    input,
   });
-  return { status: run.status, out: run.stdout, err: run.stderr };
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+  child.stdin.end(input ?? "");
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, out, err }));
+  });
 }
 
 describe("API clients", () => {
@@ -71,23 +86,21 @@ describe("API clients", () => {
     assert.equal(missing.error?.message, "There is no API client 999999.");
   });
 
-  test("npm run clients: create prints a working key; rotate and revoke-key work by id", () => {
-    const created = cli("clients", ["create", "--name", "CLI client", "--email", "cli@example.com"]);
+  test("npm run clients: create prints a working key; rotate and revoke-key work by id", async () => {
+    const created = await cli("clients", ["create", "--name", "CLI client", "--email", "cli@example.com"]);
     assert.equal(created.status, 0, created.err);
     const apiKey = /\(shown once\): (\S+)/.exec(created.out)![1]!;
     const clientId = /client #(\d+)/.exec(created.out)![1]!;
-    return tryKey(apiKey).then(async (status) => {
-      assert.equal(status, 400);
-      const rotated = cli("clients", ["rotate", clientId, "--grace-hours", "0"]);
-      assert.equal(rotated.status, 0, rotated.err);
-      const keyId = /key (\d+) \(shown once\)/.exec(rotated.out)![1]!;
-      assert.equal(cli("clients", ["revoke-key", keyId]).status, 0);
-      assert.equal(cli("clients", ["revoke-key", keyId]).err.trim(), "error: This key is already revoked.");
-      const audit = await db.auditEvent.findFirstOrThrow({
-        where: { action: "api_client.created", targetId: clientId },
-      });
-      assert.match(audit.actorLabel!, /^cli:/);
+    assert.equal(await tryKey(apiKey), 400);
+    const rotated = await cli("clients", ["rotate", clientId, "--grace-hours", "0"]);
+    assert.equal(rotated.status, 0, rotated.err);
+    const keyId = /key (\d+) \(shown once\)/.exec(rotated.out)![1]!;
+    assert.equal((await cli("clients", ["revoke-key", keyId])).status, 0);
+    assert.equal((await cli("clients", ["revoke-key", keyId])).err.trim(), "error: This key is already revoked.");
+    const audit = await db.auditEvent.findFirstOrThrow({
+      where: { action: "api_client.created", targetId: clientId },
     });
+    assert.match(audit.actorLabel!, /^cli:/);
   });
 });
 
@@ -95,7 +108,7 @@ describe("staff", () => {
   test("npm run staff: create the first engineer, who can then sign in", async () => {
     const email = `first-${randomUUID().slice(0, 8)}@example.com`;
     const password = `correct horse ${randomUUID()}`;
-    const created = cli(
+    const created = await cli(
       "staff",
       ["create", "--email", email, "--name", "First", "--role", "engineer", "--password-stdin"],
       password,
@@ -103,7 +116,8 @@ describe("staff", () => {
     assert.equal(created.status, 0, created.err);
     const browser = await signedIn({ id: 0, email, password });
     assert.equal((await browser.query("staff.list")).status, 200);
-    assert.equal(cli("staff", ["create", "--email", email, "--name", "Again", "--role", "engineer"]).status, 1);
+    const again = await cli("staff", ["create", "--email", email, "--name", "Again", "--role", "engineer"]);
+    assert.equal(again.status, 1);
   });
 
   test("an engineer adds a staff member (first password shown once) and cannot disable themselves", async () => {
