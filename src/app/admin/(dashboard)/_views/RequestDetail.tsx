@@ -170,7 +170,13 @@ function Loaded({ d }: { d: Detail }) {
         {r.responseBody ? (
           <>
             <p className="mb-1">Status {r.responseStatus}</p>
-            <pre className="overflow-x-auto rounded bg-slate-50 p-3" data-testid="stored-response">
+            <pre
+              className="overflow-x-auto rounded bg-slate-50 p-3"
+              data-testid="stored-response"
+              tabIndex={0}
+              role="region"
+              aria-label="The answer stored, as JSON"
+            >
               {prettyJson(r.responseBody)}
             </pre>
           </>
