@@ -11,6 +11,8 @@ import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import { after, before, describe, test } from "node:test";
 import type { SessionUser } from "~/server/auth/session";
+import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { flushEvents, requestHash, runIdempotent } from "~/server/idempotency";
 import { runSweep } from "~/server/sweep/runSweep";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
@@ -25,7 +27,8 @@ let support: SessionUser;
 let client: { id: number; apiKey: string };
 
 type Detail = Awaited<ReturnType<ReturnType<typeof createCaller>["requests"]["byId"]>>;
-type Step = { kind: string; detail?: string | null; by: "app" | "sweeper" | "record" };
+/** Who wrote an entry: the app, this process (its sweeper, or a domain call), or nobody (read from the record). */
+type Step = { kind: string; detail?: string | null; by: "app" | "sweeper" | "this process" | "record" };
 
 const detailOf = (id: bigint) =>
   createCaller(createInnerTRPCContext({ user: support })).requests.byId({ id: String(id) });
@@ -62,7 +65,7 @@ function assertTimeline(d: Detail, steps: Step[]) {
     else {
       assert.equal(e.fromRecord, false);
       assert.match(e.instance, /^.+:\d+$/, `${e.kind} names its instance`);
-      if (step.by === "sweeper") assert.equal(e.instance, THIS_PROCESS, `${e.kind} was the sweeper's`);
+      if (step.by !== "app") assert.equal(e.instance, THIS_PROCESS, `${e.kind} was ${step.by}'s`);
       else assert.notEqual(e.instance, THIS_PROCESS, `${e.kind} was the app's`);
     }
   });
@@ -77,7 +80,7 @@ function sweeperSteps(d: Detail, before: number, completed: string): Step[] {
   return [
     ...Array.from({ length: rounds }, (): Step[] => [
       { kind: "taken_over", detail: "recovery", by: "sweeper" },
-      { kind: "released", by: "sweeper" },
+      { kind: "released", detail: "outcome unknown", by: "sweeper" },
     ]).flat(),
     { kind: "taken_over", detail: "recovery", by: "sweeper" },
     { kind: "completed", detail: completed, by: "sweeper" },
@@ -119,7 +122,7 @@ describe("request timeline beyond the happy path", () => {
     const d = await timelineEndingWith(record.id, "request 201");
     assertTimeline(d, [
       { kind: "claimed", by: "app" },
-      { kind: "released", by: "app" },
+      { kind: "released", detail: "outcome unknown", by: "app" },
       { kind: "taken_over", detail: "retry", by: "app" },
       { kind: "completed", detail: "request 201", by: "app" },
     ]);
@@ -147,12 +150,12 @@ describe("request timeline beyond the happy path", () => {
     const body = chargeBody({ card_token: "tok_error" }); // fails, charges nothing
     assert.equal((await postCharge({ apiKey: client.apiKey, key, body })).status, 503);
     const record = (await recordOf(key))!;
-    await timelineWith(record.id, "released"); // written by the app before the sweeper comes
+    await timelineWith(record.id, "released", "outcome unknown"); // written by the app before the sweeper comes
     await sweepUntilComplete(record.id);
     const d = await timelineEndingWith(record.id, "abandoned 500");
     assertTimeline(d, [
       { kind: "claimed", by: "app" },
-      { kind: "released", by: "app" },
+      { kind: "released", detail: "outcome unknown", by: "app" },
       ...sweeperSteps(d, 2, "abandoned 500"),
     ]);
   });
@@ -162,12 +165,12 @@ describe("request timeline beyond the happy path", () => {
     const body = chargeBody({ card_token: "tok_charge_then_error" });
     assert.equal((await postCharge({ apiKey: client.apiKey, key, body })).status, 503);
     const record = (await recordOf(key))!;
-    await timelineWith(record.id, "released"); // written by the app before the sweeper comes
+    await timelineWith(record.id, "released", "outcome unknown"); // written by the app before the sweeper comes
     await sweepUntilComplete(record.id);
     const d = await timelineEndingWith(record.id, "reconciled 201");
     assertTimeline(d, [
       { kind: "claimed", by: "app" },
-      { kind: "released", by: "app" },
+      { kind: "released", detail: "outcome unknown", by: "app" },
       ...sweeperSteps(d, 2, "reconciled 201"),
     ]);
     assert.equal(d.request.charge?.amountCents, body.amount_cents, "the charge the gateway made, recorded");
@@ -178,14 +181,31 @@ describe("request timeline beyond the happy path", () => {
     const res = await postCharge({ apiKey: client.apiKey, body });
     assert.equal(res.status, 502, res.text);
     const id = BigInt(res.json.error.request_id);
-    await timelineWith(id, "released");
+    await timelineWith(id, "released", "outcome unknown");
     await sweepUntilComplete(id);
     const d = await timelineEndingWith(id, "reconciled 201");
     assert.equal(d.request.idempotencyKey, null);
     assertTimeline(d, [
       { kind: "claimed", by: "app" },
-      { kind: "released", by: "app" },
+      { kind: "released", detail: "outcome unknown", by: "app" },
       ...sweeperSteps(d, 2, "reconciled 201"),
     ]);
+  });
+
+  test("work that fails with an error releases the claim; the timeline says so, not 'outcome unknown'", async () => {
+    const key = uniqueKey("error");
+    const claim = { idempotencyKey: key, route: CHARGES_ROUTE, apiClientId: client.id, requestHash: requestHash({}) };
+    const failing = async () => {
+      throw new Error("the database went away");
+    };
+    await assert.rejects(runIdempotent(claim, failing), /went away/);
+    await flushEvents();
+    const record = (await recordOf(key))!;
+    assert.equal(record.phase.name, "released");
+    assertTimeline(await detailOf(record.id), [
+      { kind: "claimed", by: "this process" },
+      { kind: "released", detail: "error", by: "this process" },
+    ]);
+    await db.idempotentRequest.delete({ where: { id: record.id } }); // nothing for a sweeper to ask the gateway about
   });
 });

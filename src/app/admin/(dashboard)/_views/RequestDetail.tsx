@@ -45,7 +45,10 @@ function describe(e: Entry): {
       return {
         label: "Released",
         tone: "warning",
-        text: "The gateway's outcome was unknown: the claim was given back for the next retry.",
+        text:
+          e.detail === "error"
+            ? "The work failed with an error before an answer was stored: the claim was given back for the next retry."
+            : "The gateway's outcome was unknown: the claim was given back for the next retry.",
       };
     case "taken_over":
       return {
