@@ -191,7 +191,10 @@ test("a failed query is an error with a retry, not an empty list; an ended sessi
   await expect(failure).toBeVisible();
   await expect(page.getByTestId("empty-state")).toHaveCount(0);
   await page.unroute(failLog);
+  // The retry asks at once (not the log's next refresh, seconds away: that would hide a dead button).
+  const asked = page.waitForRequest((req) => failLog(new URL(req.url())), { timeout: 2_000 });
   await failure.getByRole("button", { name: "Retry" }).click();
+  await asked;
   await expect(failure).toHaveCount(0);
   await expect(page.getByTestId("request-log").or(page.getByTestId("empty-state"))).toBeVisible();
 
