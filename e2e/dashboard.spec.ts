@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import AxeBuilder from "@axe-core/playwright";
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 
 const apiKey = process.env.TEST_API_KEY!;
@@ -47,6 +47,27 @@ function sweepOnce() {
     env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
     stdio: "inherit",
   });
+}
+
+/**
+ * No serious or critical axe violation at this width (the phone layout has its own: cards, not tables); no
+ * sideways scroll on a phone; a screenshot into e2e/artifacts/.
+ */
+async function checkPage(page: Page, name: string, width: number) {
+  const axe = await new AxeBuilder({ page }).analyze();
+  const serious = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  // Soft: one run reports every page's violations.
+  expect
+    .soft(
+      serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+      `${name} at ${width} px: axe`,
+    )
+    .toEqual([]);
+  if (width === 390) {
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect.soft(wide, `${name} is ${wide} px wide on a 390 px phone`).toBeLessThanOrEqual(390);
+  }
+  await page.screenshot({ path: `e2e/artifacts/${name}-${width}.png`, fullPage: true });
 }
 
 const run = randomUUID().slice(0, 8);
@@ -170,7 +191,10 @@ test("a failed query is an error with a retry, not an empty list; an ended sessi
   await expect(failure).toBeVisible();
   await expect(page.getByTestId("empty-state")).toHaveCount(0);
   await page.unroute(failLog);
+  // The retry asks at once (not the log's next refresh, seconds away: that would hide a dead button).
+  const asked = page.waitForRequest((req) => failLog(new URL(req.url())), { timeout: 2_000 });
   await failure.getByRole("button", { name: "Retry" }).click();
+  await asked;
   await expect(failure).toHaveCount(0);
   await expect(page.getByTestId("request-log").or(page.getByTestId("empty-state"))).toBeVisible();
 
@@ -186,6 +210,55 @@ test("a failed query is an error with a retry, not an empty list; an ended sessi
   await page.getByLabel("Password").fill(process.env.TEST_SUPPORT_PASSWORD!);
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page).toHaveURL(new RegExp(`/admin/customers/${customer}$`));
+});
+
+test("request and rollout pages: a failed query is an error with a working retry, not empty or loading", async ({
+  page,
+  request,
+}) => {
+  const key = `e2e-errors-${run}`;
+  expect((await charge(request, { key, customer })).status()).toBe(201);
+  await login(page, "support");
+  await page.getByLabel(/Search by the start/).fill(key);
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await page.getByTestId("search-results").getByRole("link", { name: key }).click();
+  await page.waitForURL(/\/admin\/requests\/\d+$/);
+  const detailPath = new URL(page.url()).pathname;
+  const id = detailPath.split("/").at(-1)!;
+
+  /** Fails the batches that carry `procedure` until Retry is pressed: an error, never an empty or endless page. */
+  async function failureThenRetry(path: string, procedure: string, what: string, loaded: Locator) {
+    let failing = true;
+    const carries = (url: URL) => url.pathname.includes(procedure);
+    await page.route(carries, (route) => (failing ? route.fulfill({ status: 500, body: "{}" }) : route.continue()));
+    await page.goto(path);
+    const failure = page.getByRole("alert").filter({ hasText: `Could not load ${what}` });
+    await expect(failure).toBeVisible();
+    await expect(page.getByRole("status").filter({ hasText: /^Loading/ })).toHaveCount(0);
+    await expect(page.getByText(/There is no request record/)).toHaveCount(0);
+    await expect(loaded).toHaveCount(0);
+    failing = false;
+    // The retry asks at once (not the page's next refresh, seconds away).
+    const asked = page.waitForRequest((req) => carries(new URL(req.url())), { timeout: 2_000 });
+    await failure.getByRole("button", { name: "Retry" }).click();
+    await asked;
+    await expect(failure).toHaveCount(0);
+    await expect(loaded).toBeVisible();
+    await page.unroute(carries);
+  }
+  await failureThenRetry(detailPath, "requests.byId", `request record ${id}`, page.getByTestId("request-detail"));
+  await expect(page.getByTestId("request-detail")).toContainText("Complete");
+  await failureThenRetry("/admin/rollout", "rollout.status", "the rollout status", page.getByTestId("safe-to-enforce"));
+});
+
+test("a request record that does not exist is said so, not shown as a failure to retry", async ({ page }) => {
+  await login(page, "support");
+  await page.goto("/admin/requests/999999999999");
+  const missing = page.getByRole("alert").filter({ hasText: "There is no request record" });
+  await expect(missing).toContainText("There is no request record 999999999999");
+  await expect(missing).not.toContainText("Could not load");
+  await expect(missing.getByRole("button", { name: "Retry" })).toHaveCount(0);
+  await expect(page.getByRole("status").filter({ hasText: /^Loading/ })).toHaveCount(0);
 });
 
 test("support reads the rollout but is told the switch is not theirs", async ({ page, request }) => {
@@ -254,7 +327,7 @@ test("an engineer enforces one client with a reason, then the global mode", asyn
   expect(violations).toEqual([]);
 });
 
-test("every page: no serious a11y violation, no sideways scroll at 390 px, screenshots at 1440 and 390 px", async ({
+test("every page and login: no serious axe violation at 1440 or 390 px, none wider than 390 px, screenshots", async ({
   page,
   request,
 }) => {
@@ -293,24 +366,18 @@ test("every page: no serious a11y violation, no sideways scroll at 390 px, scree
       await page.goto(path);
       await expect(page.getByRole("heading", { level: 1 })).toContainText(heading);
       await expect(page.getByRole("status").filter({ hasText: /^Loading/ })).toHaveCount(0);
-      if (width === 1440) {
-        titles.add(await page.title());
-        const axe = await new AxeBuilder({ page }).analyze();
-        const serious = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-        expect(
-          serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
-          `${name}: axe`,
-        ).toEqual([]);
-      } else {
-        const wide = await page.evaluate(() => document.documentElement.scrollWidth);
-        expect(wide, `${name} is ${wide} px wide on a 390 px phone`).toBeLessThanOrEqual(390);
-      }
-      await page.screenshot({ path: `e2e/artifacts/${name}-${width}.png`, fullPage: true });
+      if (width === 1440) titles.add(await page.title());
+      await checkPage(page, name, width);
     }
   }
   expect(titles.size, "every page has its own title").toBe(pages.length);
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.goto("/admin/login");
-  await page.screenshot({ path: "e2e/artifacts/login-390.png", fullPage: true });
+  // The login page, as someone signed out sees it.
+  await page.context().clearCookies();
+  for (const width of [1440, 390]) {
+    await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+    await page.goto("/admin/login");
+    await expect(page.getByRole("heading", { level: 1 })).toContainText("Charges dashboard");
+    await checkPage(page, "login", width);
+  }
   expect(violations).toEqual([]);
 });

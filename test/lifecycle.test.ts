@@ -143,7 +143,7 @@ describe("fencing tokens", () => {
 
     // The old holder wakes up and tries to store its own answer under attempt 1.
     assert.equal(await records.complete(stalled, { status: 201, body: "stale" }, [], "request"), false);
-    await records.release(stalled);
+    await records.release(stalled, "outcome unknown");
     assert.equal(await records.renew(stalled, new Date()), null);
     const after = (await recordOf(key, ROUTE))!;
     assert.equal(after.attempt, 2);

@@ -135,10 +135,13 @@ export async function renew(record: IdempotencyRecord, now: Date): Promise<Idemp
   return { ...record, phase: { name: "held", leaseExpiresAt: leaseFrom(now) }, updatedAt: now };
 }
 
-/** release: gives the claim back (fenced by the attempt; a no-op once someone else took it). */
-export async function release(record: IdempotencyRecord): Promise<void> {
+/**
+ * release: gives the claim back (fenced by the attempt; a no-op once someone else took it). `why` is for the
+ * timeline: the gateway's outcome was unknown, or the work failed with an error.
+ */
+export async function release(record: IdempotencyRecord, why: "outcome unknown" | "error"): Promise<void> {
   const changed = await retryOnLockConflict(() => execute(releaseStatement(record)));
-  if (changed === 1) noted(record, "released", null);
+  if (changed === 1) noted(record, "released", why);
 }
 
 /**

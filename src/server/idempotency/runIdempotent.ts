@@ -181,18 +181,18 @@ export async function workUnderClaim(
   } catch (error) {
     // Whatever failed, do not leave the key stuck until the lease ends: the next
     // attempt asks the gateway again under the same derived key, which is safe.
-    await records.release(record).catch(() => {});
+    await records.release(record, "error").catch(() => {});
     throw error;
   }
   if (result.kind === "unknown") {
-    await records.release(record);
+    await records.release(record, "outcome unknown");
     return { kind: "unknown_outcome", requestId: record.id };
   }
   try {
     const stored = await records.complete(record, result.response, result.writes, result.finishedBy ?? "request");
     if (stored) return { kind: "fresh", response: result.response };
   } catch (error) {
-    await records.release(record).catch(() => {});
+    await records.release(record, "error").catch(() => {});
     throw error;
   }
   const current = await currentAnswer(record);

@@ -7,7 +7,11 @@ export function OneTimeSecret({ label, value, onDone }: { label: string; value: 
       <p className="m-0">
         <strong>{label}</strong> — copy it now; it is not stored and will not be shown again.
       </p>
-      <pre className="overflow-x-auto rounded bg-white p-3 text-[15px] select-all" data-testid="one-time-secret">
+      <pre
+        className="overflow-x-auto rounded bg-white p-3 text-[15px] select-all"
+        data-testid="one-time-secret"
+        tabIndex={0}
+      >
         {value}
       </pre>
       <button type="button" className="btn" onClick={onDone}>

@@ -110,7 +110,13 @@ export function Ledger() {
                         </>
                       )}
                     </p>
-                    <pre className="overflow-x-auto rounded bg-slate-50 p-2 text-xs">
+                    {/* biome-ignore lint/a11y/useSemanticElements: a focusable scrolling box (axe) */}
+                    <pre
+                      className="overflow-x-auto rounded bg-slate-50 p-2 text-xs"
+                      tabIndex={0}
+                      role="region"
+                      aria-label={`Evidence of mismatch ${m.id}`}
+                    >
                       {JSON.stringify(m.evidence, null, 2)}
                     </pre>
                     {m.resolutionNote && <p className="m-0 text-sm muted">Resolved: {m.resolutionNote}</p>}

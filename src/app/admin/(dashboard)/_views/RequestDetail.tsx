@@ -47,7 +47,10 @@ function describeEntry(e: Entry): {
       return {
         label: "Released",
         tone: "warning",
-        text: "The gateway's outcome was unknown: the claim was given back for the next retry.",
+        text:
+          e.detail === "error"
+            ? "The work failed with an error before an answer was stored: the claim was given back for the next retry."
+            : "The gateway's outcome was unknown: the claim was given back for the next retry.",
       };
     case "taken_over":
       return {
@@ -172,7 +175,14 @@ function Loaded({ d }: { d: Detail }) {
         {r.responseBody ? (
           <>
             <p className="mb-1">Status {r.responseStatus}</p>
-            <pre className="overflow-x-auto rounded bg-slate-50 p-3" data-testid="stored-response">
+            {/* biome-ignore lint/a11y/useSemanticElements: a focusable scrolling box (axe) */}
+            <pre
+              className="overflow-x-auto rounded bg-slate-50 p-3"
+              data-testid="stored-response"
+              tabIndex={0}
+              role="region"
+              aria-label="The answer stored, as JSON"
+            >
               {prettyJson(r.responseBody)}
             </pre>
           </>

@@ -1,0 +1,238 @@
+/**
+ * "Safe to enforce" (src/server/rollout/stats.ts) through the tRPC procedure,
+ * against the real database: it needs no accepted keyless request in the
+ * window AND enough evidence (SAFE_TO_ENFORCE_MIN_KEYED keyed requests in the
+ * window, counts going back SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED hours). The
+ * decision reads every client's counts, so each test starts from an empty
+ * counter table and seeds the hours it needs (spread over several shard rows,
+ * as src/server/rollout/counters.ts writes them); the counts the other tests
+ * made are put back at the end.
+ */
+import assert from "node:assert/strict";
+import { after, before, beforeEach, describe, test } from "node:test";
+import { env } from "~/env";
+import type { RequestCountBucket } from "~/generated/prisma/client";
+import type { SessionUser } from "~/server/auth/session";
+import { execute } from "~/server/db";
+import { hourBucket } from "~/server/rollout/counters";
+import { createCaller } from "~/server/trpc/root";
+import { createInnerTRPCContext } from "~/server/trpc/trpc";
+import { chargeBody, closeConnections, db, newApiClient, postCharge, uniqueKey, waitFor } from "./helpers";
+
+const HOUR = 3_600_000;
+const WINDOW = env.SAFE_TO_ENFORCE_HOURS * HOUR;
+const MIN_KEYED = env.SAFE_TO_ENFORCE_MIN_KEYED;
+const MIN_HOURS = env.SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED;
+
+let engineer: SessionUser;
+let saved: RequestCountBucket[] = [];
+const as = (user: SessionUser) => createCaller(createInnerTRPCContext({ user }));
+const status = () => as(engineer).rollout.status();
+
+type Counts = { shard?: number; keyed?: number; keyless?: number; rejected?: number; lastKeylessAt?: Date | null };
+
+/** Adds to one shard row of a client's hour, as the app does (raw SQL through the driver, UTC). */
+async function seed(apiClientId: number, at: Date, c: Counts) {
+  await execute({
+    sql: `INSERT INTO request_count_buckets
+            (api_client_id, bucket_start, shard, keyed, keyless, keyless_rejected, last_keyless_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?)
+          ON DUPLICATE KEY UPDATE keyed = keyed + VALUES(keyed), keyless = keyless + VALUES(keyless),
+            keyless_rejected = keyless_rejected + VALUES(keyless_rejected),
+            last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
+                                       VALUES(last_keyless_at))`,
+    values: [
+      apiClientId,
+      hourBucket(at),
+      c.shard ?? 0,
+      c.keyed ?? 0,
+      c.keyless ?? 0,
+      c.rejected ?? 0,
+      c.lastKeylessAt ?? null,
+    ],
+  });
+}
+
+/** Enough keyed traffic in this hour, spread over four shard rows. */
+async function seedEnoughKeyed(apiClientId: number) {
+  const quarter = Math.ceil(MIN_KEYED / 4);
+  for (const shard of [1, 4, 9, 15]) await seed(apiClientId, new Date(), { shard, keyed: quarter });
+}
+
+/** Counts going back `hours` (one keyed request then). */
+const seedHistory = (apiClientId: number, hours: number) =>
+  seed(apiClientId, new Date(hourBucket(new Date()).getTime() - hours * HOUR), { keyed: 1 });
+
+async function enable(mode: "optional" | "required") {
+  if ((await status()).mode !== mode) await as(engineer).rollout.setMode({ mode, reason: "safe-to-enforce test" });
+}
+
+before(async () => {
+  const u = await db.staffUser.create({
+    data: { email: `safety-${uniqueKey()}@example.com`, name: "Safety", role: "engineer", passwordHash: "x" },
+  });
+  engineer = { id: u.id, email: u.email, name: u.name, role: u.role };
+  saved = await db.requestCountBucket.findMany();
+});
+beforeEach(async () => {
+  await enable("optional");
+  await db.requestCountBucket.deleteMany();
+});
+after(async () => {
+  await enable("optional");
+  await db.requestCountBucket.deleteMany();
+  await db.requestCountBucket.createMany({ data: saved });
+  await closeConnections();
+});
+
+describe("safe to enforce", () => {
+  test("a fresh system after a handful of keyed requests is not safe: too few keyed requests, hours", async () => {
+    assert.ok(MIN_KEYED > 19 && MIN_HOURS > 1, "the defaults (or a test configuration that asks for evidence)");
+    const empty = await status();
+    assert.equal(empty.safeToEnforce, false, "nothing counted proves nothing");
+    assert.equal(empty.evidence.observedHours, 0);
+    assert.equal(empty.safeAt, null);
+
+    // The original bug: "Safe" after 19 requests on a fresh system.
+    const client = await newApiClient("safety-fresh");
+    for (let i = 0; i < 19; i++) {
+      const res = await postCharge({ apiKey: client.apiKey, key: uniqueKey("fresh"), body: chargeBody() });
+      assert.equal(res.status, 201);
+    }
+    const s = await waitFor("the keyed requests to be counted", async () => {
+      const s = await status();
+      return s.evidence.keyedInWindow === 19 && s;
+    });
+    assert.deepEqual(s.blocking, [], "no keyless request: nobody blocks");
+    assert.equal(s.safeToEnforce, false);
+    assert.equal(s.evidence.enoughKeyed, false);
+    assert.equal(s.evidence.enoughHistory, false);
+    assert.ok(s.evidence.observedHours < 1, `observed ${s.evidence.observedHours} h`);
+    assert.equal(s.evidence.minKeyed, MIN_KEYED);
+    assert.equal(s.evidence.minHoursObserved, MIN_HOURS);
+    const firstHour = hourBucket(new Date()).getTime();
+    assert.equal(s.safeAt?.getTime(), firstHour + MIN_HOURS * HOUR, "safe at the earliest when the history is long");
+
+    // Enough keyed traffic is not enough on its own.
+    await seedEnoughKeyed(client.id);
+    const keyed = await status();
+    assert.equal(keyed.evidence.enoughKeyed, true);
+    assert.equal(keyed.evidence.enoughHistory, false);
+    assert.equal(keyed.safeToEnforce, false);
+  });
+
+  test("a long history with too little keyed traffic in the window is not safe", async () => {
+    const client = await newApiClient("safety-quiet");
+    await seedHistory(client.id, MIN_HOURS + 8);
+    await seed(client.id, new Date(), { shard: 3, keyed: MIN_KEYED - 1 });
+    const s = await status();
+    assert.equal(s.evidence.enoughHistory, true);
+    assert.equal(s.evidence.keyedInWindow, MIN_KEYED - 1, "the history's hour is before the window");
+    assert.equal(s.evidence.enoughKeyed, false);
+    assert.equal(s.safeToEnforce, false);
+  });
+
+  test("safe when all holds: enough keyed traffic and history, no accepted keyless request in the window", async () => {
+    const client = await newApiClient("safety-ok");
+    const refusing = await newApiClient("safety-refused");
+    const old = await newApiClient("safety-old");
+    await seedHistory(client.id, MIN_HOURS + 1);
+    await seedEnoughKeyed(client.id);
+    // Keyless requests that were all refused do not block...
+    const refusedAt = new Date(Date.now() - 2 * HOUR);
+    await seed(refusing.id, refusedAt, { keyless: 2, rejected: 2, lastKeylessAt: refusedAt });
+    // ...nor do accepted ones from before the window.
+    const longAgo = new Date(Date.now() - WINDOW - 2 * HOUR);
+    await seed(old.id, longAgo, { keyless: 5, lastKeylessAt: longAgo });
+    const s = await status();
+    assert.deepEqual(s.blocking, []);
+    assert.equal(s.evidence.enoughKeyed, true);
+    assert.equal(s.evidence.enoughHistory, true);
+    assert.equal(s.safeToEnforce, true);
+    assert.equal(s.safeAt, null, "already safe");
+    assert.equal(s.clients.find((c) => c.apiClientId === refusing.id)?.rejected, 2);
+  });
+
+  test("a keyless request in the window blocks it, naming the client; safeAt: when the last one ages out", async () => {
+    const steady = await newApiClient("safety-steady");
+    const late = await newApiClient("safety-late");
+    const early = await newApiClient("safety-early");
+    await seedHistory(steady.id, MIN_HOURS + 1);
+    await seedEnoughKeyed(steady.id);
+    // One client's hour on two shard rows; the later request is the one that counts.
+    const lateAt = new Date(Date.now() - 3 * HOUR);
+    await seed(late.id, lateAt, { shard: 2, keyless: 2, keyed: 1, lastKeylessAt: new Date(lateAt.getTime() - 60_000) });
+    await seed(late.id, lateAt, { shard: 11, keyless: 1, lastKeylessAt: lateAt });
+    const earlyAt = new Date(Date.now() - 10 * HOUR);
+    await seed(early.id, earlyAt, { shard: 5, keyless: 1, lastKeylessAt: earlyAt });
+    const s = await status();
+    assert.equal(s.safeToEnforce, false);
+    assert.equal(s.evidence.enoughKeyed, true);
+    assert.equal(s.evidence.enoughHistory, true);
+    assert.deepEqual(s.blocking, [
+      {
+        apiClientId: late.id,
+        name: s.clients.find((c) => c.apiClientId === late.id)!.name,
+        keyless: 3,
+        cleanAt: new Date(lateAt.getTime() + WINDOW),
+      },
+      {
+        apiClientId: early.id,
+        name: s.clients.find((c) => c.apiClientId === early.id)!.name,
+        keyless: 1,
+        cleanAt: new Date(earlyAt.getTime() + WINDOW),
+      },
+    ]);
+    assert.match(s.blocking[0]!.name, /^safety-late /);
+    assert.equal(s.safeAt?.getTime(), lateAt.getTime() + WINDOW, "when the latest blocker's request leaves the window");
+    const row = s.clients.find((c) => c.apiClientId === late.id)!;
+    assert.equal(row.blocking, true);
+    assert.equal(row.keylessShare, 3 / 4);
+    assert.equal(row.lastAcceptedKeylessAt?.getTime(), lateAt.getTime());
+  });
+
+  test("safeAt waits for the history too, when that comes later than the blockers' window", async () => {
+    const client = await newApiClient("safety-young");
+    // History that turns long enough well after the keyless request below has left the window.
+    const historyHours = MIN_HOURS - env.SAFE_TO_ENFORCE_HOURS - 6;
+    assert.ok(historyHours > 0, "a configuration where the history is the later condition");
+    await seedHistory(client.id, historyHours);
+    await seedEnoughKeyed(client.id);
+    const keylessAt = new Date(Date.now() - HOUR);
+    await seed(client.id, keylessAt, { keyless: 1, lastKeylessAt: keylessAt });
+    const s = await status();
+    assert.equal(s.evidence.enoughHistory, false);
+    assert.equal(s.blocking[0]?.cleanAt?.getTime(), keylessAt.getTime() + WINDOW);
+    const historyAt = hourBucket(new Date()).getTime() + (MIN_HOURS - historyHours) * HOUR;
+    assert.equal(s.safeAt?.getTime(), historyAt, "the later of the two: when the history is long enough");
+  });
+
+  test("after the global switch it says enforced, not safe, and counts the refusals per client", async () => {
+    const a = await newApiClient("safety-refused-a");
+    const b = await newApiClient("safety-refused-b");
+    await seedHistory(a.id, MIN_HOURS + 1);
+    await seedEnoughKeyed(a.id);
+    assert.equal((await status()).safeToEnforce, true);
+    await enable("required");
+    for (const [client, n] of [
+      [a, 2],
+      [b, 1],
+    ] as const) {
+      for (let i = 0; i < n; i++) {
+        const res = await postCharge({ apiKey: client.apiKey, body: chargeBody() });
+        assert.equal(res.status, 400);
+        assert.equal(res.json.error.code, "idempotency_key_required");
+      }
+    }
+    const s = await status();
+    assert.equal(s.mode, "required");
+    assert.equal(s.safeToEnforce, false, "enforced is not 'safe to enforce'");
+    assert.deepEqual(s.blocking, [], "refused requests block nothing");
+    const rowA = s.clients.find((c) => c.apiClientId === a.id)!;
+    const rowB = s.clients.find((c) => c.apiClientId === b.id)!;
+    assert.deepEqual([rowA.enforced, rowA.rejected, rowA.keyless], ["global", 2, 2]);
+    assert.deepEqual([rowB.enforced, rowB.rejected, rowB.keyless], ["global", 1, 1]);
+    assert.equal(rowA.keylessLastHour, 0, "refused requests are not what a switch would reject");
+    assert.equal(s.rejectedInWindow, 3);
+  });
+});
