@@ -274,6 +274,26 @@ test("support reads the rollout but is told the switch is not theirs", async ({ 
   await expect(page.getByRole("table", { name: /Requests in the last 24 h/ })).toContainText("Demo client");
 });
 
+test("a per-client switch's dialog keeps its reason while the page refreshes with new numbers", async ({
+  page,
+  request,
+}) => {
+  await login(page, "engineer");
+  await page.goto("/admin/rollout");
+  await expect(page.getByTestId("current-mode")).toHaveText("optional");
+  await page.getByRole("button", { name: "Require the header for Demo client" }).click();
+  const dialog = page.getByRole("dialog");
+  await dialog.getByLabel(/Reason/).fill("half-typed reason");
+  // A keyless charge changes the client's numbers; the page's next refresh (every 15 s) renders them.
+  expect((await charge(request, {})).status()).toBe(201);
+  await page.waitForResponse((r) => r.url().includes("rollout.status"), { timeout: 30_000 });
+  await page.waitForTimeout(500); // the new numbers rendered
+  await expect(dialog).toBeVisible();
+  await expect(dialog.getByLabel(/Reason/)).toHaveValue("half-typed reason");
+  await dialog.getByRole("button", { name: "Cancel" }).click();
+  await expect(dialog).toHaveCount(0);
+});
+
 test("an engineer enforces one client with a reason, then the global mode", async ({ page, request }) => {
   const violations = watchCsp(page);
   expect((await charge(request, {})).status()).toBe(201); // keyless, so the switch has an impact to show

@@ -9,7 +9,7 @@
  *
  *   npm test                 everything
  *   npm test -- test/sweep   only the node:test files whose path contains "test/sweep"
- *   npm test -- e2e          only the browser tests
+ *   npm test -- e2e          only the browser tests (e2e/x.spec.ts[:line]: one file, or one test)
  *   npm test -- faults       only the fault run
  *   npm test -- --no-build   reuse the last production build (while iterating on tests)
  *   GATEWAY=stripe npm test  through the Stripe adapter: all but what never reaches the gateway (GATEWAY_AGNOSTIC)
@@ -139,7 +139,9 @@ try {
     ]).catch((e) => failures.push(String(e)));
   }
   if (runBrowserTests) {
-    await run("playwright", ["test"], testEnv).catch((e) => failures.push(String(e)));
+    // `e2e/dashboard.spec.ts` or `e2e/dashboard.spec.ts:120` (a file, or the test at that line) go to Playwright.
+    const specs = filters.filter((f) => f.startsWith("e2e/"));
+    await run("playwright", ["test", ...specs], testEnv).catch((e) => failures.push(String(e)));
   }
   // Whatever the tests did, the ledger must add up: finish what is left, then reconcile the whole run.
   const ledger = await closingLedgerCheck(startedAt);

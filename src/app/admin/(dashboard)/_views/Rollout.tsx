@@ -261,49 +261,51 @@ function ClientSwitch({ c }: { c: ClientRow }) {
   );
 }
 
+/**
+ * The columns are made once, not per render: TanStack's flexRender renders a cell function as a component, so a
+ * new function each render was a new component, and every refresh of the numbers remounted the cells, closing a
+ * switch's dialog (and the reason half typed in it) under the engineer's hands.
+ */
+const CLIENT_COLUMNS: ColumnDef<ClientRow>[] = [
+  { header: "Client", cell: ({ row }) => row.original.name },
+  { header: "Key", cell: ({ row }) => <code>{row.original.keyPreview}</code> },
+  {
+    header: "Header",
+    cell: ({ row: { original: c } }) =>
+      c.enforced === "global" ? (
+        <Badge tone="ok">required (global)</Badge>
+      ) : c.enforced === "client" ? (
+        <Badge tone="ok" title={`since ${absolute(c.keyRequiredSince)}`}>
+          required for this client
+        </Badge>
+      ) : (
+        <Badge>optional</Badge>
+      ),
+  },
+  { header: "Keyed", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
+  { header: "Keyless", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
+  { header: "Refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
+  { header: "Keyless share", cell: ({ row }) => percent(row.original.keylessShare) },
+  { header: "Last keyless", cell: ({ row }) => <Time date={row.original.lastKeylessAt} /> },
+  {
+    header: "Clean from",
+    cell: ({ row }) =>
+      row.original.cleanAt ? (
+        absolute(row.original.cleanAt)
+      ) : row.original.blocking ? (
+        ""
+      ) : (
+        <span className="good">now</span>
+      ),
+  },
+];
+const CLIENT_COLUMNS_WITH_SWITCH: ColumnDef<ClientRow>[] = [
+  ...CLIENT_COLUMNS,
+  { id: "action", header: "Action", cell: ({ row }) => <ClientSwitch c={row.original} /> },
+];
+
 function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
-  const columns: ColumnDef<ClientRow>[] = [
-    { header: "Client", cell: ({ row }) => row.original.name },
-    { header: "Key", cell: ({ row }) => <code>{row.original.keyPreview}</code> },
-    {
-      header: "Header",
-      cell: ({ row: { original: c } }) =>
-        c.enforced === "global" ? (
-          <Badge tone="ok">required (global)</Badge>
-        ) : c.enforced === "client" ? (
-          <Badge tone="ok" title={`since ${absolute(c.keyRequiredSince)}`}>
-            required for this client
-          </Badge>
-        ) : (
-          <Badge>optional</Badge>
-        ),
-    },
-    { header: "Keyed", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
-    { header: "Keyless", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
-    { header: "Refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
-    { header: "Keyless share", cell: ({ row }) => percent(row.original.keylessShare) },
-    { header: "Last keyless", cell: ({ row }) => <Time date={row.original.lastKeylessAt} /> },
-    {
-      header: "Clean from",
-      cell: ({ row }) =>
-        row.original.cleanAt ? (
-          absolute(row.original.cleanAt)
-        ) : row.original.blocking ? (
-          ""
-        ) : (
-          <span className="good">now</span>
-        ),
-    },
-    ...(engineer && s.mode === "optional"
-      ? [
-          {
-            id: "action",
-            header: "Action",
-            cell: ({ row }: { row: { original: ClientRow } }) => <ClientSwitch c={row.original} />,
-          },
-        ]
-      : []),
-  ];
+  const columns = engineer && s.mode === "optional" ? CLIENT_COLUMNS_WITH_SWITCH : CLIENT_COLUMNS;
   return (
     <section className="space-y-2" aria-label="By API client">
       <h2>By API client</h2>
