@@ -294,6 +294,23 @@ test("a per-client switch's dialog keeps its reason while the page refreshes wit
   await expect(dialog).toHaveCount(0);
 });
 
+test("the key reuse list refreshes without taking the focus off a link", async ({ page, request }) => {
+  const key = `e2e-reuse-focus-${run}`;
+  expect((await charge(request, { key })).status()).toBe(201);
+  expect((await charge(request, { key, amount: 1 })).status()).toBe(422);
+  await login(page, "support");
+  await page.goto("/admin/reuses");
+  const original = page.getByRole("row", { name: new RegExp(key) }).getByRole("link", { name: /^record #/ });
+  await original.focus();
+  await expect(original).toBeFocused();
+  // Another reuse changes the group's numbers; the next refresh (every 5 s) renders them and must keep the same
+  // link, and its focus.
+  expect((await charge(request, { key, amount: 2 })).status()).toBe(422);
+  await page.waitForResponse((r) => r.url().includes("requests.reuses"));
+  await page.waitForTimeout(500);
+  await expect(original).toBeFocused();
+});
+
 test("an engineer enforces one client with a reason, then the global mode", async ({ page, request }) => {
   const violations = watchCsp(page);
   expect((await charge(request, {})).status()).toBe(201); // keyless, so the switch has an impact to show

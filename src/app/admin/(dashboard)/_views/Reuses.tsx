@@ -15,7 +15,7 @@ import { Time } from "../../_components/ui/Time";
 
 type Group = RouterOutputs["requests"]["reuses"]["groups"][number];
 
-const columns = (cross: boolean): ColumnDef<Group>[] => [
+const columnsFor = (cross: boolean): ColumnDef<Group>[] => [
   { header: "Key", cell: ({ row }) => <code className="break-all">{row.original.idempotencyKey}</code> },
   { header: "Attempts", cell: ({ row }) => row.original.attempts },
   { header: "Last attempt", cell: ({ row }) => <Time date={row.original.lastAt} /> },
@@ -38,6 +38,12 @@ const columns = (cross: boolean): ColumnDef<Group>[] => [
       ),
   },
 ];
+
+/**
+ * Made once: flexRender renders a cell function as a component, so columns rebuilt on each 5-second refresh
+ * remounted every cell, and a link a keyboard user had focused lost its focus.
+ */
+const COLUMNS = { same_client: columnsFor(false), cross_client: columnsFor(true) } as const;
 
 export function Reuses() {
   const trpc = useTRPC();
@@ -93,7 +99,7 @@ export function Reuses() {
                   ? "Keys another client tried, latest first"
                   : "Keys reused by their own client, latest first"
               }
-              columns={columns(kind === "cross_client")}
+              columns={COLUMNS[kind]}
               data={groups}
               rowId={(g) => `${g.route}:${g.idempotencyKey}`}
               testId="key-reuses"
