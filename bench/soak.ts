@@ -44,7 +44,7 @@ const { values: args } = parseArgs({
     minutes: { type: "string", default: "30" },
     /** Operations started per second, over both instances (about 1.1 requests each), besides the dashboard. */
     rate: { type: "string", default: "30" },
-    /** Where the comparison and the trend start (minutes); default 5, or a third of a shorter run. */
+    /** Where the comparison and the trend start (minutes); default 5, or half of a shorter run. */
     from: { type: "string" },
     "sample-seconds": { type: "string", default: "30" },
     "no-build": { type: "boolean", default: false },
@@ -53,7 +53,7 @@ const { values: args } = parseArgs({
 const MINUTES = Number(args.minutes);
 const RATE = Number(args.rate);
 const SAMPLE_MS = Number(args["sample-seconds"]) * 1000;
-const FROM_MINUTE = args.from === undefined ? Math.min(5, MINUTES / 3) : Number(args.from);
+const FROM_MINUTE = args.from === undefined ? Math.min(5, MINUTES / 2) : Number(args.from);
 if (!(MINUTES > 0 && RATE > 0 && SAMPLE_MS >= 1000 && FROM_MINUTE >= 0 && FROM_MINUTE < MINUTES)) {
   throw new Error("--minutes and --rate must be positive, --sample-seconds at least 1, --from below --minutes");
 }
@@ -92,6 +92,10 @@ const stack = await startBenchStack(
   { appPorts: BENCH_PORTS.soakApps, gatewayPort: BENCH_PORTS.soakGateway, sweeper: true },
 );
 const apps = stack.apps;
+// Interrupted (Ctrl-C): the stack's processes go too.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => void stack.stop().finally(() => process.exit(130)));
+}
 
 // ---------------------------------------------------------------- traffic
 
