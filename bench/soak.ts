@@ -308,6 +308,7 @@ type Sample = {
   diagnostics: DiagnosticsSample;
 };
 const samples: Sample[] = [];
+const missedSamples: string[] = [];
 const others: { minute: number; name: string; rss: number }[] = [];
 
 const quantile = (xs: number[], q: number) => {
@@ -316,15 +317,18 @@ const quantile = (xs: number[], q: number) => {
 };
 const median = (xs: number[]) => quantile(xs, 0.5);
 
-/** Resident MiB of a process (VmRSS). */
-function rssOf(pid: number): number {
+/** Resident MiB of a process from /proc: all of it (VmRSS), anonymous memory, and mapped files (the binary, libraries). */
+function residentOf(pid: number): { rss: number; anon: number; file: number } {
+  let status = "";
   try {
-    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    return kb ? fmt(Number(kb) / 1024) : 0;
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
   } catch {
-    return 0;
+    // gone
   }
+  const mib = (field: string) => fmt(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024);
+  return { rss: mib("VmRSS"), anon: mib("RssAnon"), file: mib("RssFile") };
 }
+const rssOf = (pid: number) => residentOf(pid).rss;
 
 async function sample(startedAt: number, previousAt: number) {
   const at = performance.now();
@@ -334,9 +338,19 @@ async function sample(startedAt: number, previousAt: number) {
   const rows: Record<string, string | number>[] = [];
   // One at a time: each collection stops its process's event loop for a moment.
   for (const [i, app] of apps.entries()) {
-    const res = await fetch(`${app.url}/api/diagnostics`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    if (res.status !== 200) throw new Error(`GET ${app.url}/api/diagnostics: ${res.status} ${await res.text()}`);
-    const d = (await res.json()) as DiagnosticsSample;
+    // A process too busy to answer within the timeout misses this sample (counted), rather than ending the run.
+    const d = await fetch(`${app.url}/api/diagnostics`, { signal: AbortSignal.timeout(2 * REQUEST_TIMEOUT_MS) }).then(
+      async (res) => {
+        if (res.status !== 200) throw new Error(`GET ${app.url}/api/diagnostics: ${res.status} ${await res.text()}`);
+        return (await res.json()) as DiagnosticsSample;
+      },
+      (error: Error) => {
+        missedSamples.push(`t = ${minute} min, app ${i}: ${error.name} ${error.message}`);
+        console.log(`sample missed: ${missedSamples.at(-1)}`);
+        return null;
+      },
+    );
+    if (!d) continue;
     const own = answers.filter((a) => a.app === i);
     const timed = own.filter((a) => a.category !== "dashboard" && !WAITS_ON_PURPOSE.has(a.category)).map((a) => a.ms);
     const slots = slotsBetween(d.pool.recent, Date.now() - (at - previousAt));
@@ -461,10 +475,14 @@ function curves() {
 /** Where each instance's resident size goes, at the last sample. */
 function residentSize() {
   const rows = apps.map((_, i) => {
-    const d = samples.filter((s) => s.app === i).at(-1)!.diagnostics.memory;
+    const last = samples.filter((s) => s.app === i).at(-1)!.diagnostics;
+    const d = last.memory;
+    const proc = residentOf(last.pid);
     return {
       app: i,
       "RSS": d.rss,
+      "mapped files (node binary, libraries)": proc.file,
+      "anonymous": proc.anon,
       "heap committed (heapTotal)": d.heapTotal,
       "heap used after GC": d.heapUsed,
       "of it: old space": d.spaces.old_space ?? 0,
@@ -472,7 +490,7 @@ function residentSize() {
       "large objects": d.spaces.large_object_space ?? 0,
       "external (Buffers, ArrayBuffers)": d.external,
       "V8 malloc": d.mallocedMemory,
-      "RSS - heapTotal - external": fmt(d.rss - d.heapTotal - d.external),
+      "anonymous - heapTotal - external (native: allocator, threads, WASM)": fmt(proc.anon - d.heapTotal - d.external),
     };
   });
   table("Where the resident size goes at the end (MiB)", rows);
@@ -533,6 +551,7 @@ try {
   const broken = [...outcomes.entries()].filter(([k]) => / (0|500 internal_error) /.test(`${k} `));
   if (broken.length) failures.push(`failed requests or internal errors: ${broken.map(([k, n]) => `${k}: ${n}`).join(", ")}`);
   if (skipped) console.log(`${skipped} operations skipped: more than ${MAX_OUTSTANDING} were waiting for answers`);
+  if (missedSamples.length) console.log(`${missedSamples.length} samples missed:\n  ${missedSamples.join("\n  ")}`);
 
   // Finish what nobody retried; then the whole run's ledger must add up.
   await settle();
@@ -543,7 +562,7 @@ try {
 
   const file = path.join(root, `.data/soak-${startedAtDate.toISOString().replace(/[:.]/g, "-")}.json`);
   mkdirSync(path.dirname(file), { recursive: true });
-  const summary = { minutes: MINUTES, rate: RATE, from: FROM_MINUTE, requests, skipped, outcomes: Object.fromEntries(outcomes) };
+  const summary = { minutes: MINUTES, rate: RATE, from: FROM_MINUTE, requests, skipped, missedSamples, outcomes: Object.fromEntries(outcomes) };
   writeFileSync(file, JSON.stringify({ summary, samples, others, ledger: describeReport(report), failures }, null, 1));
   console.log(`samples: ${path.relative(root, file)}`);
 } catch (error) {
