@@ -37,7 +37,7 @@ import { parseArgs } from "node:util";
 import { slotsBetween } from "~/server/db/poolUsage";
 import type { DiagnosticsSample } from "~/server/observability/diagnostics";
 import { root } from "../scripts/lib/config";
-import { BENCH_PORTS, fmt, startBenchStack, table } from "./lib";
+import { BENCH_PORTS, cpuMs, fmt, startBenchStack, table } from "./lib";
 
 const { values: args } = parseArgs({
   options: {
@@ -287,6 +287,9 @@ type Sample = {
   minute: number;
   app: number;
   heapAfterGc: number;
+  /** Heap used and RSS as the process ran, before the forced collection. */
+  heapBeforeGc: number;
+  rssBeforeGc: number;
   rss: number;
   external: number;
   arrayBuffers: number;
@@ -300,6 +303,8 @@ type Sample = {
   poolWaited: number;
   answers: number;
   reqPerSecond: number;
+  /** CPU time the process spent per answer in the window (from /proc): its own cost, whatever else the machine runs. */
+  cpuMsPerAnswer: number;
   p50: number;
   p99: number;
   dashboardP99: number;
@@ -309,6 +314,7 @@ type Sample = {
 };
 const samples: Sample[] = [];
 const missedSamples: string[] = [];
+const lastCpu = new Map<number, number>();
 const others: { minute: number; name: string; rss: number }[] = [];
 
 const quantile = (xs: number[], q: number) => {
@@ -351,6 +357,9 @@ async function sample(startedAt: number, previousAt: number) {
       },
     );
     if (!d) continue;
+    const cpu = cpuMs(d.pid);
+    const cpuSpent = cpu - (lastCpu.get(i) ?? cpu);
+    lastCpu.set(i, cpu);
     const own = answers.filter((a) => a.app === i);
     const timed = own.filter((a) => a.category !== "dashboard" && !WAITS_ON_PURPOSE.has(a.category)).map((a) => a.ms);
     const slots = slotsBetween(d.pool.recent, Date.now() - (at - previousAt));
@@ -359,6 +368,8 @@ async function sample(startedAt: number, previousAt: number) {
       minute,
       app: i,
       heapAfterGc: d.memory.heapUsed,
+      heapBeforeGc: d.beforeGc?.heapUsed ?? 0,
+      rssBeforeGc: d.beforeGc?.rss ?? 0,
       rss: d.memory.rss,
       external: d.memory.external,
       arrayBuffers: d.memory.arrayBuffers,
@@ -372,6 +383,7 @@ async function sample(startedAt: number, previousAt: number) {
       poolWaited: slots.reduce((n, x) => n + x.waited, 0),
       answers: own.length,
       reqPerSecond: fmt(own.length / Math.max(0.001, (at - previousAt) / 1000)),
+      cpuMsPerAnswer: own.length ? fmt(cpuSpent / own.length, 2) : 0,
       p50: fmt(quantile(timed, 0.5)),
       p99: fmt(quantile(timed, 0.99)),
       dashboardP99: fmt(quantile(own.filter((a) => a.category === "dashboard").map((a) => a.ms), 0.99)),
@@ -383,12 +395,14 @@ async function sample(startedAt: number, previousAt: number) {
     rows.push({
       app: `app ${i} (pid ${d.pid})`,
       "heap after GC MiB": s.heapAfterGc,
+      "heap / RSS before GC": `${s.heapBeforeGc} / ${s.rssBeforeGc}`,
       "RSS MiB": s.rss,
       "external MiB": s.external,
       "loop p99 ms": s.loopP99,
       "pool max / limit": `${s.poolMax}/${s.poolLimit}`,
       "pool waits": s.poolWaited,
       "req/s": s.reqPerSecond,
+      "CPU ms / answer": s.cpuMsPerAnswer,
       "p50 ms": s.p50,
       "p99 ms": s.p99,
       "dashboard p99 ms": s.dashboardP99,
@@ -428,9 +442,11 @@ function verdict() {
     for (const [metric, pick] of [
       ["heap after GC MiB", (s: Sample) => s.heapAfterGc],
       ["RSS MiB", (s: Sample) => s.rss],
+      ["RSS before GC MiB", (s: Sample) => s.rssBeforeGc],
       ["external MiB", (s: Sample) => s.external],
       ["answer p99 ms", (s: Sample) => s.p99],
       ["event-loop p99 ms", (s: Sample) => s.loopP99],
+      ["CPU ms / answer", (s: Sample) => s.cpuMsPerAnswer],
     ] as const) {
       const startValue = median(first.map(pick));
       const endValue = median(last.map(pick));
@@ -465,7 +481,9 @@ function curves() {
       const block = own.filter((s) => s.minute > mark - step + 1e-9 && s.minute <= mark + 1e-9);
       row[`app ${i} heap after GC`] = nearest.heapAfterGc;
       row[`app ${i} RSS`] = nearest.rss;
+      row[`app ${i} RSS before GC`] = nearest.rssBeforeGc;
       row[`app ${i} p99`] = block.length ? fmt(median(block.map((s) => s.p99))) : "";
+      row[`app ${i} CPU ms/answer`] = block.length ? fmt(median(block.map((s) => s.cpuMsPerAnswer)), 2) : "";
     }
     rows.push(row);
   }

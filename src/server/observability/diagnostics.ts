@@ -38,6 +38,7 @@ export function sampleDiagnostics() {
   const { delay, gc } = state();
   const delayMs = { p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) };
   delay.reset();
+  const before = process.memoryUsage();
   const gcStarted = performance.now();
   gc();
   gc();
@@ -50,6 +51,8 @@ export function sampleDiagnostics() {
     pid: process.pid,
     uptimeSeconds: Math.round(process.uptime()),
     gcMs,
+    /** MiB, as the process ran, before the collection (how far V8 let the heap grow between its own collections). */
+    beforeGc: { heapUsed: mib(before.heapUsed), heapTotal: mib(before.heapTotal), rss: mib(before.rss) },
     /** MiB, after the collection. */
     memory: {
       heapUsed: mib(memory.heapUsed),
