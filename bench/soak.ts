@@ -244,11 +244,27 @@ async function drive(until: number, rate = RATE) {
 
 // ---------------------------------------------------------------- dashboard
 
-/** A support user per instance, signed in through /api/auth (test/staffHttp.ts), polling the dashboard's queries. */
-async function pollDashboard(until: number) {
+/** A support user signed in on each instance through /api/auth (test/staffHttp.ts), a few tries each. */
+async function signInDashboards() {
   const { createStaffAccount, signedIn } = await import("../test/staffHttp");
   const account = await createStaffAccount("support");
-  const browsers = await Promise.all(apps.map((app) => signedIn(account, { baseUrl: app.url })));
+  return Promise.all(
+    apps.map(async (app) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await signedIn(account, { baseUrl: app.url });
+        } catch (error) {
+          if (attempt >= 5) throw error;
+          await sleep(2_000);
+        }
+      }
+    }),
+  );
+}
+type Browsers = Awaited<ReturnType<typeof signInDashboards>>;
+
+/** Each signed-in user polls the dashboard's queries on its instance. */
+async function pollDashboard(browsers: Browsers, until: number) {
   const queries: [string, (latestId?: string) => unknown][] = [
     ["requests.list", () => ({ limit: 25 })],
     ["requests.count", () => ({})],
@@ -538,16 +554,18 @@ async function settle(): Promise<number> {
 
 const failures: string[] = [];
 const startedAtDate = new Date();
-console.log(`warm-up: ${WARM_UP_MS / 1000} s at ${RATE / 2} operations/s`);
-await drive(performance.now() + WARM_UP_MS, RATE / 2);
-windowAnswers = [];
-const t0 = performance.now();
-const until = t0 + MINUTES * 60_000;
-console.log(
-  `soak: ${MINUTES} min, ${RATE} operations/s over ${apps.map((a) => a.url).join(" and ")}, ` +
-    `keys expire after ${KEY_TTL_MINUTES} min, sampled every ${SAMPLE_MS / 1000} s, verdict from minute ${fmt(FROM_MINUTE)}`,
-);
 try {
+  const browsers = await signInDashboards();
+  console.log(`warm-up: each kind of operation twice, then ${WARM_UP_MS / 1000} s at ${RATE / 2} operations/s`);
+  for (const [, operation] of [...OPERATIONS, ...OPERATIONS]) await operation();
+  await drive(performance.now() + WARM_UP_MS, RATE / 2);
+  windowAnswers = [];
+  const t0 = performance.now();
+  const until = t0 + MINUTES * 60_000;
+  console.log(
+    `soak: ${MINUTES} min, ${RATE} operations/s over ${apps.map((a) => a.url).join(" and ")}, ` +
+      `keys expire after ${KEY_TTL_MINUTES} min, sampled every ${SAMPLE_MS / 1000} s, verdict from minute ${fmt(FROM_MINUTE)}`,
+  );
   const sampling = (async () => {
     let previous = t0;
     for (let i = 0; ; i++) {
@@ -558,7 +576,7 @@ try {
       previous = due;
     }
   })();
-  await Promise.all([drive(until), pollDashboard(until), sampling]);
+  await Promise.all([drive(until), pollDashboard(browsers, until), sampling]);
   console.log(`\ntraffic stopped; waiting for ${inFlight.size} operations in flight`);
   await Promise.allSettled([...inFlight]);
 
