@@ -3,6 +3,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { env } from "~/env";
 import { poolUsage } from "~/server/db";
+import { retainedSizes } from "./retained";
 
 /**
  * What the soak benchmark (bench/soak.ts) samples from each app process:
@@ -68,6 +69,8 @@ export function sampleDiagnostics() {
       spaces,
     },
     eventLoopDelayMs: delayMs,
+    /** Entries of what the process keeps between requests (retained.ts). */
+    retained: retainedSizes(),
     pool: { active: poolUsage.active, limit: poolUsage.limit, waited: poolUsage.waited, recent: poolUsage.recent },
   };
 }
