@@ -27,7 +27,7 @@
  * on any 500 internal_error or failed request. The samples are kept in
  * .data/soak-<time>.json.
  *
- *   npm run bench:soak -- --minutes 30 [--rate 30] [--from 5] [--no-build]
+ *   npm run bench:soak -- --minutes 30 [--rate 20] [--from 5] [--no-build]
  */
 import { randomInt, randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -43,7 +43,7 @@ const { values: args } = parseArgs({
   options: {
     minutes: { type: "string", default: "30" },
     /** Operations started per second, over both instances (about 1.1 requests each), besides the dashboard. */
-    rate: { type: "string", default: "30" },
+    rate: { type: "string", default: "20" },
     /** Where the comparison and the trend start (minutes); default 5, or half of a shorter run. */
     from: { type: "string" },
     "sample-seconds": { type: "string", default: "30" },
@@ -423,6 +423,7 @@ async function sample(startedAt: number, previousAt: number) {
       "p99 ms": s.p99,
       "dashboard p99 ms": s.dashboardP99,
       unexpected: s.unexpected,
+      "answers in memory": d.retained?.["idempotency: answers remembered"] ?? "",
     });
   }
   for (const p of stack.processes.filter((p) => p.name !== "app")) others.push({ minute, name: p.name, rss: rssOf(p.pid) });
@@ -528,6 +529,12 @@ function residentSize() {
     };
   });
   table("Where the resident size goes at the end (MiB)", rows);
+  // What the processes keep between requests (src/server/observability/retained.ts), from minute --from to the end.
+  const retained = samples
+    .filter((s) => s.minute >= FROM_MINUTE - 0.05 && s.diagnostics.retained)
+    .filter((s, i, all) => i === all.findIndex((x) => x.app === s.app) || all.findLastIndex((x) => x.app === s.app) === i)
+    .map((s) => ({ app: s.app, minute: s.minute, ...s.diagnostics.retained }));
+  if (retained.length) table("Entries kept in memory between requests, first and last sample from --from", retained);
 }
 
 // ---------------------------------------------------------------- run
