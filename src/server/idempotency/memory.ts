@@ -27,9 +27,9 @@ registerRetained("idempotency: claims held", () => held.size);
 /**
  * The cache drops a stale answer only when it is read again or when it is
  * full, so without this a process kept up to 10 000 answers (1.2 KB each,
- * about 12 MiB) long past their minute: its heap grew for half an hour at
- * 10 charges a second before it levelled off (bench/soak.ts, issue 18). Now
- * what it holds is about a minute of answers.
+ * about 11 MiB, a sixth of its heap) long past their minute, and its heap
+ * grew until the cache was full: 17 minutes at 10 answers a second, days on a
+ * quiet instance (bench/soak.ts, issue 18). Now it holds about a minute's.
  */
 const PURGE_INTERVAL_MS = 10_000;
 let purgeTimer: NodeJS.Timeout | undefined;
