@@ -120,6 +120,13 @@ export async function load({ until, ...opts }: autocannon.Options & { url: strin
  * from /proc: what a request costs the app itself, whatever else the machine runs.
  */
 export function cpuMs(pid: number): number {
+  const stats = processTree(pid);
+  return stats.reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
+}
+const CLOCK_TICKS = 100;
+
+/** A process and its descendants (a `tsx` command is a wrapper around the node process that does the work). */
+export function processTree(pid: number): { pid: number; ticks: number }[] {
   const stats = readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
     try {
       const fields = readFileSync(`/proc/${d}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
@@ -133,9 +140,8 @@ export function cpuMs(pid: number): number {
     grew = false;
     for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) (tree.add(s.pid), (grew = true));
   }
-  return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
+  return stats.filter((s) => tree.has(s.pid));
 }
-const CLOCK_TICKS = 100;
 
 /** What one run of an interleaved comparison loads: a URL and its requests; `pid`: whose CPU to measure. */
 export type LoadSpec = { url: string; requests?: autocannon.Request[]; pid?: number };

@@ -37,7 +37,7 @@ import { parseArgs } from "node:util";
 import { slotsBetween } from "~/server/db/poolUsage";
 import type { DiagnosticsSample } from "~/server/observability/diagnostics";
 import { root } from "../scripts/lib/config";
-import { BENCH_PORTS, cpuMs, fmt, startBenchStack, table } from "./lib";
+import { BENCH_PORTS, cpuMs, fmt, processTree, startBenchStack, table } from "./lib";
 
 const { values: args } = parseArgs({
   options: {
@@ -350,7 +350,8 @@ function residentOf(pid: number): { rss: number; anon: number; file: number } {
   const mib = (field: string) => fmt(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024);
   return { rss: mib("VmRSS"), anon: mib("RssAnon"), file: mib("RssFile") };
 }
-const rssOf = (pid: number) => residentOf(pid).rss;
+/** Resident MiB of a process and its descendants (the gateway and the sweeper run under a `tsx` wrapper). */
+const rssOf = (pid: number) => fmt(processTree(pid).reduce((n, p) => n + residentOf(p.pid).rss, 0));
 
 async function sample(startedAt: number, previousAt: number) {
   const at = performance.now();
