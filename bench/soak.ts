@@ -592,7 +592,7 @@ try {
   failures.push(...verdict());
   residentSize();
   table("Answers by kind (whole run)", [...outcomes.entries()].sort().map(([answer, n]) => ({ answer, n })));
-  const broken = [...outcomes.entries()].filter(([k]) => / (0|500 internal_error) /.test(`${k} `));
+  const broken = [...outcomes.entries()].filter(([k]) => / (0|500 internal_error|500 internal_server_error) /i.test(`${k} `));
   if (broken.length) failures.push(`failed requests or internal errors: ${broken.map(([k, n]) => `${k}: ${n}`).join(", ")}`);
   if (skipped) console.log(`${skipped} operations skipped: more than ${MAX_OUTSTANDING} were waiting for answers`);
   if (missedSamples.length) console.log(`${missedSamples.length} samples missed:\n  ${missedSamples.join("\n  ")}`);
