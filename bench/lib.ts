@@ -10,7 +10,7 @@ import type { GatewayKind } from "~/gateway-sim/inspect";
 import { gatewayEnv, slotDatabase, slotPort } from "../scripts/lib/config";
 import { createDatabase } from "../scripts/lib/mariadbServer";
 import { prepareDatabase } from "../scripts/lib/prepareDatabase";
-import { run, startApp, startGateway, type Service } from "../scripts/lib/processes";
+import { run, startApp, startGateway, startSweeper, type Service } from "../scripts/lib/processes";
 
 const DEFAULT_URL = "mysql://root@127.0.0.1:3306/charges";
 
@@ -20,15 +20,28 @@ export const BENCH_PORTS = {
   floor: slotPort.app(16),
   baseline: slotPort.app(17),
   gateway: slotPort.gateway(15),
+  /** bench/soak.ts: its own two app instances and gateway, so that it can run beside the other benchmarks. */
+  soakApps: [slotPort.app(18), slotPort.app(19)],
+  soakGateway: slotPort.gateway(18),
 };
 
 /**
  * The benchmark's stack. `baseline` also starts a second instance of the same
  * build on its own port with BENCHMARK_SKIP_IDEMPOTENCY=1 (bench/overhead.ts).
+ * `appPorts` starts that many instances of the app instead of the one on
+ * BENCH_PORTS.app (`url` and `pid` are the first's, `apps` all of them),
+ * `gatewayPort` moves the gateway, and `sweeper` starts the background sweeper
+ * with the same environment (bench/soak.ts).
  */
 export async function startBenchStack(
   extraEnv: Record<string, string> = {},
-  { baseline = false, fresh = true }: { baseline?: boolean; fresh?: boolean } = {},
+  {
+    baseline = false,
+    fresh = true,
+    appPorts = [BENCH_PORTS.app],
+    gatewayPort = BENCH_PORTS.gateway,
+    sweeper = false,
+  }: { baseline?: boolean; fresh?: boolean; appPorts?: number[]; gatewayPort?: number; sweeper?: boolean } = {},
 ) {
   const base = new URL(process.env.DATABASE_URL ?? DEFAULT_URL);
   base.pathname = `/${slotDatabase("charges_bench")}`;
@@ -36,7 +49,7 @@ export async function startBenchStack(
   base.pathname = `/${slotDatabase("charges_bench")}_gateway`;
   const gatewayDatabaseUrl = base.toString();
   // GATEWAY=stripe benchmarks the Stripe adapter against the simulator's Stripe mode.
-  const gateway = gatewayEnv(`http://127.0.0.1:${BENCH_PORTS.gateway}`, { realStripeAllowed: false });
+  const gateway = gatewayEnv(`http://127.0.0.1:${gatewayPort}`, { realStripeAllowed: false });
   const env = {
     DATABASE_URL: databaseUrl,
     ...gateway,
@@ -49,9 +62,12 @@ export async function startBenchStack(
   await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
   if (!process.argv.includes("--no-build")) await run("next", ["build"], { ...env, NODE_ENV: "production" });
   const services: Service[] = [];
-  services.push(await startGateway({ port: BENCH_PORTS.gateway, databaseUrl: gatewayDatabaseUrl, quiet: true }));
-  const app = await startApp({ port: BENCH_PORTS.app, env, quiet: true });
-  services.push(app);
+  services.push(await startGateway({ port: gatewayPort, databaseUrl: gatewayDatabaseUrl, quiet: true }));
+  const apps: Service[] = [];
+  for (const port of appPorts) apps.push(await startApp({ port, env, quiet: true }));
+  services.push(...apps);
+  const app = apps[0]!;
+  if (sweeper) services.push(startSweeper(env, { quiet: true }));
   const withoutIdempotency = baseline
     ? await startApp({ port: BENCH_PORTS.baseline, env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "1" }, quiet: true })
     : undefined;
@@ -61,6 +77,9 @@ export async function startBenchStack(
   return {
     url: app.url,
     pid: app.child.pid!,
+    apps: apps.map((a) => ({ url: a.url, pid: a.child.pid! })),
+    /** Every process of the stack (gateway, apps, sweeper), by name and pid. */
+    processes: services.map((s) => ({ name: s.name, pid: s.child.pid! })),
     baselineUrl: withoutIdempotency?.url,
     baselinePid: withoutIdempotency?.child.pid,
     apiKey,
@@ -106,6 +125,13 @@ export async function load({
  * from /proc: what a request costs the app itself, whatever else the machine runs.
  */
 export function cpuMs(pid: number): number {
+  const stats = processTree(pid);
+  return stats.reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
+}
+const CLOCK_TICKS = 100;
+
+/** A process and its descendants (a `tsx` command is a wrapper around the node process that does the work). */
+export function processTree(pid: number): { pid: number; ticks: number }[] {
   const stats = readdirSync("/proc")
     .filter((d) => /^\d+$/.test(d))
     .flatMap((d) => {
@@ -128,9 +154,8 @@ export function cpuMs(pid: number): number {
       }
     }
   }
-  return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
+  return stats.filter((s) => tree.has(s.pid));
 }
-const CLOCK_TICKS = 100;
 
 /** What one run of an interleaved comparison loads: a URL and its requests; `pid`: whose CPU to measure. */
 export type LoadSpec = { url: string; requests?: autocannon.Request[]; pid?: number };

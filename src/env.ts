@@ -71,7 +71,11 @@ const schema = z
       .min(0)
       .default(10 * 60_000),
     PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
-    IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().min(1).default(24),
+    /** Hours; fractions allowed down to a minute (bench/soak.ts turns the table over in minutes). */
+    IDEMPOTENCY_KEY_TTL_HOURS: z.coerce
+      .number()
+      .min(1 / 60, "must be at least a minute (1/60)")
+      .default(24),
     /** Largest accepted request body, in bytes. */
     MAX_BODY_BYTES: z.coerce.number().int().min(256).default(16_384),
     /** How long a running process trusts an API key it has looked up; a rotated key works this long after. */
@@ -127,6 +131,14 @@ const schema = z
       .enum(["0", "1"])
       .default("0")
       .transform((v) => v === "1"),
+    /**
+     * Benchmarks only (bench/soak.ts): GET /api/diagnostics forces a full garbage collection and answers this
+     * process's memory and event-loop delay. Off: 404.
+     */
+    BENCHMARK_DIAGNOSTICS: z
+      .enum(["0", "1"])
+      .default("0")
+      .transform((v) => v === "1"),
   })
   .refine((env) => env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS < env.REAP_AFTER_MS, {
     path: ["REAP_AFTER_MS"],
@@ -134,6 +146,10 @@ const schema = z
   })
   .refine((env) => !env.BENCHMARK_SKIP_IDEMPOTENCY || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
     path: ["BENCHMARK_SKIP_IDEMPOTENCY"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
+  })
+  .refine((env) => !env.BENCHMARK_DIAGNOSTICS || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["BENCHMARK_DIAGNOSTICS"],
     message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {

@@ -14,4 +14,6 @@ export async function boot() {
   }
   const { prepareDummyHash } = await import("./auth/password");
   await prepareDummyHash();
+  const { startDiagnostics } = await import("./observability/diagnostics");
+  startDiagnostics();
 }

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import { env } from "~/env";
 import type { ApiClient } from "~/generated/prisma/client";
 import { db } from "~/server/db";
+import { registerRetained } from "~/server/observability/retained";
 import { hashApiKey } from "./apiKeyHash";
 
 export { hashApiKey };
@@ -33,6 +34,7 @@ type KnownKey = { client: ApiClient; expiresAt: Date | null };
 const globalForKeys = globalThis as unknown as { knownApiKeys?: LRUCache<string, KnownKey> };
 globalForKeys.knownApiKeys ??= new LRUCache<string, KnownKey>({ max: 10_000, ttl: env.API_KEY_CACHE_TTL_MS });
 const knownKeys = globalForKeys.knownApiKeys;
+registerRetained("API keys cached", () => knownKeys.size);
 
 const usable = (key: { expiresAt: Date | null; revokedAt?: Date | null }, now = new Date()) =>
   !key.revokedAt && (!key.expiresAt || key.expiresAt > now);

@@ -16,6 +16,7 @@ import { hostname } from "node:os";
 import { Prisma, type IdempotencyEventKind } from "~/generated/prisma/client";
 import { db } from "~/server/db";
 import { log } from "~/server/observability/log";
+import { registerRetained } from "~/server/observability/retained";
 import { keyToBytes } from "./lifecycle";
 import type { ClaimInput, IdempotentOutcome } from "./types";
 
@@ -39,6 +40,7 @@ const MAX_PENDING = 50_000;
 
 let pending: (IdempotencyEventInput & { at: Date })[] = [];
 let timer: NodeJS.Timeout | undefined;
+registerRetained("key events not yet written", () => pending.length);
 
 /** Notes an event; written within a second. Never throws, never waits. */
 export function noteEvent(event: IdempotencyEventInput): void {

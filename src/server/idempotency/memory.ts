@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import { registerRetained } from "~/server/observability/retained";
 import type { ClaimInput, StoredResponse } from "./types";
 
 /**
@@ -21,6 +22,26 @@ type Known = { apiClientId: number; requestHash: string };
 const ANSWER_TTL_MS = 60_000;
 const held = new Map<string, Known & { since: Date; done: Promise<void> }>();
 const answered = new LRUCache<string, Known & { response: StoredResponse }>({ max: 10_000, ttl: ANSWER_TTL_MS });
+registerRetained("idempotency: claims held", () => held.size);
+
+/**
+ * The cache drops a stale answer only when it is read again or when it is
+ * full, so without this a process kept up to 10 000 answers (1.2 KB each,
+ * about 11 MiB, a sixth of its heap) long past their minute, and its heap
+ * grew until the cache was full: 17 minutes at 10 answers a second, days on a
+ * quiet instance (bench/soak.ts, issue 18). Now it holds about a minute's.
+ */
+const PURGE_INTERVAL_MS = 10_000;
+let purgeTimer: NodeJS.Timeout | undefined;
+function purgeLater() {
+  if (purgeTimer) return;
+  purgeTimer = setTimeout(() => {
+    purgeTimer = undefined;
+    answered.purgeStale();
+    if (answered.size > 0) purgeLater();
+  }, PURGE_INTERVAL_MS).unref();
+}
+registerRetained("idempotency: answers remembered", () => answered.size);
 
 const mapKey = (claim: ClaimInput) => `${claim.route}\n${claim.idempotencyKey}`;
 const sameRequest = (known: Known | undefined, claim: ClaimInput): boolean =>
@@ -73,6 +94,7 @@ export async function waitForHeldHere(claim: ClaimInput, ms: number): Promise<bo
 export function rememberAnswer(claim: ClaimInput, response: StoredResponse, expiresAt: Date): void {
   if (claim.idempotencyKey === null) return;
   const ttl = Math.min(ANSWER_TTL_MS, expiresAt.getTime() - Date.now());
-  if (ttl > 0)
-    answered.set(mapKey(claim), { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response }, { ttl });
+  if (ttl <= 0) return;
+  answered.set(mapKey(claim), { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response }, { ttl });
+  purgeLater();
 }

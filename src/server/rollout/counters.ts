@@ -1,5 +1,6 @@
 import { execute, type Statement } from "~/server/db";
 import { log } from "~/server/observability/log";
+import { registerRetained } from "~/server/observability/retained";
 
 export function hourBucket(at: Date): Date {
   const bucket = new Date(at);
@@ -80,6 +81,7 @@ export async function countKeylessRequest(
 /** Keyed counts of this process not yet written, by client and hour. */
 const pendingKeyed = new Map<string, BucketCount>();
 let flushTimer: NodeJS.Timeout | undefined;
+registerRetained("keyed counts not yet written", () => pendingKeyed.size);
 
 /**
  * Counts one keyed POST. Keyed requests only give the keyless share its

@@ -1,0 +1,38 @@
+/**
+ * The benchmark-only switches are off by default and refused outside a
+ * benchmark database, so that a production environment cannot turn them on
+ * by accident: BENCHMARK_DIAGNOSTICS (GET /api/diagnostics forces a full GC)
+ * and BENCHMARK_SKIP_IDEMPOTENCY (no idempotency layer at all).
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { test } from "node:test";
+
+/** Parses src/env.ts in a fresh process with these variables; its exit status and output. */
+function parseEnv(vars: Record<string, string>) {
+  const script =
+    "import('./src/env.ts').then(({ env }) => console.log(JSON.stringify(" +
+    "{ diagnostics: env.BENCHMARK_DIAGNOSTICS, skip: env.BENCHMARK_SKIP_IDEMPOTENCY })))";
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("BENCHMARK_")));
+  const result = spawnSync("node_modules/.bin/tsx", ["--conditions=react-server", "--eval", script], {
+    env: { ...clean, DATABASE_URL: "mysql://root@127.0.0.1:3306/charges", ...vars } as unknown as NodeJS.ProcessEnv,
+    encoding: "utf8",
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+test("both switches are off by default", () => {
+  const result = parseEnv({});
+  assert.equal(result.status, 0, result.output);
+  assert.match(result.output, /\{"diagnostics":false,"skip":false\}/);
+});
+
+for (const name of ["BENCHMARK_DIAGNOSTICS", "BENCHMARK_SKIP_IDEMPOTENCY"]) {
+  test(`${name}=1 is refused unless DATABASE_URL names a benchmark database`, () => {
+    const refused = parseEnv({ [name]: "1" });
+    assert.notEqual(refused.status, 0, refused.output);
+    assert.match(refused.output, new RegExp(`${name}: is for benchmarks only`));
+    const accepted = parseEnv({ [name]: "1", DATABASE_URL: "mysql://root@127.0.0.1:3306/charges_bench7" });
+    assert.equal(accepted.status, 0, accepted.output);
+  });
+}
