@@ -13,9 +13,15 @@ function parseEnv(vars: Record<string, string>) {
   const script =
     "import('./src/env.ts').then(({ env }) => console.log(JSON.stringify(" +
     "{ diagnostics: env.BENCHMARK_DIAGNOSTICS, skip: env.BENCHMARK_SKIP_IDEMPOTENCY })))";
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("BENCHMARK_")));
+  // Only these variables: whatever the calling shell has set (GATEWAY=stripe in CI's second pass, say) must not
+  // decide the answer.
   const result = spawnSync("node_modules/.bin/tsx", ["--conditions=react-server", "--eval", script], {
-    env: { ...clean, DATABASE_URL: "mysql://root@127.0.0.1:3306/charges", ...vars } as unknown as NodeJS.ProcessEnv,
+    env: {
+      PATH: process.env.PATH ?? "",
+      NODE_ENV: "test",
+      DATABASE_URL: "mysql://root@127.0.0.1:3306/charges",
+      ...vars,
+    },
     encoding: "utf8",
   });
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
