@@ -1,6 +1,7 @@
 import { z } from "zod";
 import {
   GatewayOutcomeUnknownError,
+  type ChargeListWindow,
   type ChargeMetadata,
   type ChargeOptions,
   type GatewayCharge,
@@ -101,17 +102,7 @@ export class HttpPaymentGateway implements PaymentGateway {
     return { kind: "charged", charge: toGatewayCharge(await response.json()) };
   }
 
-  async listCharges({
-    since,
-    until,
-    cursor,
-    limit = 100,
-  }: {
-    since: Date;
-    until: Date;
-    cursor?: string;
-    limit?: number;
-  }) {
+  async listCharges({ since, until, cursor, limit = 100 }: ChargeListWindow) {
     const url = new URL("/v1/charges", this.baseUrl);
     url.searchParams.set("created_gte", since.toISOString());
     url.searchParams.set("created_lt", until.toISOString());

@@ -2,6 +2,7 @@ import Stripe from "stripe";
 import { stripePaymentMethod } from "./stripeTestCards";
 import {
   GatewayOutcomeUnknownError,
+  type ChargeListWindow,
   type ChargeMetadata,
   type ChargeOptions,
   type GatewayCharge,
@@ -287,17 +288,7 @@ export class StripePaymentGateway implements PaymentGateway {
    * newest first; a walk forwards pages with `ending_before` from the oldest
    * page, which the first call reaches by walking back through the window.
    */
-  async listCharges({
-    since,
-    until,
-    cursor,
-    limit = 100,
-  }: {
-    since: Date;
-    until: Date;
-    cursor?: string;
-    limit?: number;
-  }) {
+  async listCharges({ since, until, cursor, limit = 100 }: ChargeListWindow) {
     const options = { timeout: this.lookupTimeoutMs };
     // Stripe's `created` is whole seconds: the window is widened to whole seconds, never narrowed. Flooring
     // `until` left out the charges of its last second, which a reconciliation just after them (the ledger

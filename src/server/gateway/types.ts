@@ -89,11 +89,14 @@ export interface PaymentGateway {
    */
   findCharge(lookup: { idempotencyKey: string; metadata: ChargeMetadata; lastAttemptAt: Date }): Promise<GatewayLookup>;
   /** The provider's charges created in [since, until), oldest first, a page at a time. */
-  listCharges(window: { since: Date; until: Date; cursor?: string; limit?: number }): Promise<{
+  listCharges(window: ChargeListWindow): Promise<{
     charges: ListedGatewayCharge[];
     nextCursor: string | null;
   }>;
 }
+
+/** A page of listCharges: charges created in [since, until), after `cursor`, at most `limit`. */
+export type ChargeListWindow = { since: Date; until: Date; cursor?: string; limit?: number };
 
 /** Timeout, network error or 5xx: the charge may or may not have happened. */
 export class GatewayOutcomeUnknownError extends Error {
