@@ -3,15 +3,15 @@
  * against the real database: it needs no accepted keyless request in the
  * window AND enough evidence (SAFE_TO_ENFORCE_MIN_KEYED keyed requests in the
  * window, counts going back SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED hours). The
- * decision reads every client's counts, so each test starts from an empty
- * counter table and seeds the hours it needs (spread over several shard rows,
+ * decision reads every client's counts, so each test starts from empty
+ * counter tables and seeds the hours it needs (spread over several shard rows,
  * as src/server/rollout/counters.ts writes them); the counts the other tests
  * made are put back at the end.
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { env } from "~/env";
-import type { RequestCountBucket } from "~/generated/prisma/client";
+import type { RequestCountBucket, RequestCountDay, RequestCountHour } from "~/generated/prisma/client";
 import type { SessionUser } from "~/server/auth/session";
 import { execute } from "~/server/db";
 import { hourBucket } from "~/server/rollout/counters";
@@ -25,7 +25,7 @@ const MIN_KEYED = env.SAFE_TO_ENFORCE_MIN_KEYED;
 const MIN_HOURS = env.SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED;
 
 let engineer: SessionUser;
-let saved: RequestCountBucket[] = [];
+let saved: { shards: RequestCountBucket[]; hours: RequestCountHour[]; days: RequestCountDay[] };
 const as = (user: SessionUser) => createCaller(createInnerTRPCContext({ user }));
 const status = () => as(engineer).rollout.status();
 
@@ -72,16 +72,29 @@ before(async () => {
     data: { email: `safety-${uniqueKey()}@example.com`, name: "Safety", role: "engineer", passwordHash: "x" },
   });
   engineer = { id: u.id, email: u.email, name: u.name, role: u.role };
-  saved = await db.requestCountBucket.findMany();
+  saved = {
+    shards: await db.requestCountBucket.findMany(),
+    hours: await db.requestCountHour.findMany(),
+    days: await db.requestCountDay.findMany(),
+  };
 });
+/** No counts at all: open shard rows, and the hours and days the sweeper folded them into. */
+async function forgetCounts() {
+  await db.requestCountBucket.deleteMany();
+  await db.requestCountHour.deleteMany();
+  await db.requestCountDay.deleteMany();
+}
+
 beforeEach(async () => {
   await enable("optional");
-  await db.requestCountBucket.deleteMany();
+  await forgetCounts();
 });
 after(async () => {
   await enable("optional");
-  await db.requestCountBucket.deleteMany();
-  await db.requestCountBucket.createMany({ data: saved });
+  await forgetCounts();
+  await db.requestCountBucket.createMany({ data: saved.shards });
+  await db.requestCountHour.createMany({ data: saved.hours });
+  await db.requestCountDay.createMany({ data: saved.days });
   await closeConnections();
 });
 

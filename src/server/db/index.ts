@@ -3,7 +3,15 @@
  * hot paths send themselves, and what a database error means.
  */
 export { database, db, disconnectDatabase, poolUsage, type Db } from "./client";
-export { execute, insertReturningId, pipelinedTransaction, queryRows, type Statement } from "./statements";
+export {
+  execute,
+  inTransaction,
+  insertReturningId,
+  pipelinedTransaction,
+  queryRows,
+  type Statement,
+  type Transaction,
+} from "./statements";
 export {
   driverErrorCode,
   isDatabaseUnavailable,

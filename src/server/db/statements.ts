@@ -46,6 +46,49 @@ const utcDatetimes: TypeCastFunction = (column, next) => {
   return text === null ? null : new Date(`${text.replace(" ", "T")}Z`);
 };
 
+/** One transaction's statements, through one connection (inTransaction). */
+export type Transaction = {
+  rows<Row>(statement: Statement): Promise<Row[]>;
+  execute(statement: Statement): Promise<number>;
+};
+
+/**
+ * Runs `work` as one transaction on one connection at the isolation level
+ * asked for: committed when `work` returns, rolled back when it throws.
+ * Statements read and write dates as UTC, like queryRows and execute. For the
+ * sweeper's bookkeeping, which must read what it changes (a request's own
+ * writes go through pipelinedTransaction, in two round trips).
+ */
+export async function inTransaction<T>(
+  isolation: "READ COMMITTED" | "REPEATABLE READ",
+  work: (tx: Transaction) => Promise<T>,
+): Promise<T> {
+  const connection = await database.pool.getConnection();
+  const tx: Transaction = {
+    rows: async ({ sql, values }) =>
+      await connection.query({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values)),
+    execute: async ({ sql, values }) =>
+      Number(((await connection.query(sql, utcValues(values))) as { affectedRows?: number }).affectedRows ?? 0),
+  };
+  let reusable = true;
+  try {
+    await connection.query(`SET TRANSACTION ISOLATION LEVEL ${isolation}`);
+    await connection.beginTransaction();
+    const result = await work(tx);
+    await connection.commit();
+    return result;
+  } catch (error) {
+    // A connection whose rollback failed is in an unknown state: it never goes back to the pool.
+    reusable = await connection.rollback().then(
+      () => true,
+      () => false,
+    );
+    throw error;
+  } finally {
+    await (reusable ? connection.release() : connection.destroy());
+  }
+}
+
 /**
  * Issues pipelined statements so that they leave in one socket write. The
  * driver writes each command as it is issued, one syscall each, and on this

@@ -15,11 +15,12 @@ const KEYED_FLUSH_INTERVAL_MS = 1_000;
  * Each client's hour is counted on this many rows, one picked at random per
  * write, and read as their sum. On one row, every keyless request of a client
  * queued on that row's lock until the write before it had committed (flushed
- * its log): the count was the slowest step of a keyless charge.
+ * its log): the count was the slowest step of a keyless charge. Once an hour
+ * has closed, the sweeper folds its rows into one (foldCounts.ts).
  */
 export const COUNT_SHARDS = 16;
 
-type BucketCount = {
+export type BucketCount = {
   apiClientId: number;
   bucketStart: Date;
   keyed: number;
@@ -107,10 +108,16 @@ function holdKeyed(count: BucketCount) {
   if (flushTimer === undefined) flushTimer = setTimeout(() => void flushKeyedCounts(), KEYED_FLUSH_INTERVAL_MS).unref();
 }
 
-/** Writes the keyed counts held in memory; kept for the next round if the database refuses. */
+/**
+ * Writes the keyed counts held in memory; kept for the next round if the
+ * database refuses. In primary-key order, the order the fold locks rows in,
+ * so the two never wait on each other in a circle.
+ */
 async function flushKeyedCounts(): Promise<void> {
   flushTimer = undefined;
-  const batch = [...pendingKeyed.values()];
+  const batch = [...pendingKeyed.values()].sort(
+    (a, b) => a.apiClientId - b.apiClientId || a.bucketStart.getTime() - b.bucketStart.getTime(),
+  );
   pendingKeyed.clear();
   if (batch.length === 0) return;
   try {

@@ -42,15 +42,59 @@ function bucketStarts(granularity: Granularity, since: Date, until: Date): Date[
   return starts;
 }
 
-const bucketExpr = (g: Granularity) => (g === "hour" ? "bucket_start" : "CAST(DATE(bucket_start) AS DATETIME)");
+type CountRow = { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num };
+
+/**
+ * Every count of the hours that match `where` (on api_client_id and
+ * bucket_start), folded or not, as one derived table: the closed hours the
+ * sweeper has summed (request_count_hours) and the shard rows still open
+ * (foldCounts.ts). Read in one statement, so from one snapshot. Its values are
+ * `where`'s, twice.
+ */
+function hourlyCounts(where: string, values: unknown[], alias = "counted") {
+  const columns = "api_client_id, bucket_start, keyed, keyless, keyless_rejected, last_keyless_at";
+  return {
+    sql: `(SELECT ${columns} FROM request_count_hours WHERE ${where}
+           UNION ALL
+           SELECT ${columns} FROM request_count_buckets WHERE ${where}) ${alias}`,
+    values: [...values, ...values],
+  };
+}
+
+/**
+ * The counts per bucket since `from`, of all clients together (clientIds null)
+ * or of each client asked for. Days are read from what the fold has summed per
+ * day (request_count_days) plus the shard rows not folded yet: a month of days
+ * is one row per client and day instead of a month of hours.
+ */
+function countsSql(granularity: Granularity, clientIds: number[] | null, from: Date) {
+  const clientIn = clientIds ? `api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND ` : "";
+  const clientValues = clientIds ?? [];
+  const client = clientIds ? "api_client_id AS clientId, " : "";
+  const groupClient = clientIds ? "clientId, " : "";
+  const sums = "SUM(keyed) AS keyed, SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected";
+  if (granularity === "hour") {
+    const counted = hourlyCounts(`${clientIn}bucket_start >= ?`, [...clientValues, from]);
+    return {
+      sql: `SELECT ${client}bucket_start AS bucket, ${sums} FROM ${counted.sql}
+             GROUP BY ${groupClient}bucket ORDER BY bucket`,
+      values: counted.values,
+    };
+  }
+  return {
+    sql: `SELECT ${client}bucket, ${sums}
+            FROM (SELECT api_client_id, CAST(day AS DATETIME) AS bucket, keyed, keyless, keyless_rejected
+                    FROM request_count_days WHERE ${clientIn}day >= ?
+                  UNION ALL
+                  SELECT api_client_id, CAST(DATE(bucket_start) AS DATETIME), keyed, keyless, keyless_rejected
+                    FROM request_count_buckets WHERE ${clientIn}bucket_start >= ?) counted
+           GROUP BY ${groupClient}bucket ORDER BY bucket`,
+    values: [...clientValues, from, ...clientValues, from],
+  };
+}
 
 /** Every bucket of the period, empty ones included (as null shares), so that the time axis tells the truth. */
-function fill(
-  granularity: Granularity,
-  since: Date,
-  now: Date,
-  rows: { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[],
-) {
+function fill(granularity: Granularity, since: Date, now: Date, rows: CountRow[]) {
   const counted = new Map(rows.map((r) => [toDate(r.bucket).getTime(), r]));
   return bucketStarts(granularity, since, now).map((bucket): SeriesPoint => {
     const r = counted.get(bucket.getTime());
@@ -70,23 +114,14 @@ function fill(
 export async function keylessSeries(granularity: Granularity, clientIds: number[], now = new Date()) {
   const since = new Date(now.getTime() - SERIES_SPAN[granularity]);
   const from = granularity === "hour" ? hourBucket(since) : new Date(new Date(since).setUTCHours(0, 0, 0, 0));
-  const all = await db.$queryRawUnsafe<{ bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[]>(
-    `SELECT ${bucketExpr(granularity)} AS bucket, SUM(keyed) AS keyed, SUM(keyless) AS keyless,
-            SUM(keyless_rejected) AS rejected
-       FROM request_count_buckets WHERE bucket_start >= ? GROUP BY bucket ORDER BY bucket`,
-    from,
-  );
-  const perClient = clientIds.length
-    ? await db.$queryRawUnsafe<{ clientId: number; bucket: Date | string; keyed: Num; keyless: Num; rejected: Num }[]>(
-        `SELECT api_client_id AS clientId, ${bucketExpr(granularity)} AS bucket, SUM(keyed) AS keyed,
-                SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected
-           FROM request_count_buckets
-          WHERE api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND bucket_start >= ?
-          GROUP BY api_client_id, bucket ORDER BY bucket`,
-        ...clientIds,
-        from,
-      )
-    : [];
+  const allSql = countsSql(granularity, null, from);
+  const clientsSql = countsSql(granularity, clientIds, from);
+  const [all, perClient] = await Promise.all([
+    db.$queryRawUnsafe<CountRow[]>(allSql.sql, ...allSql.values),
+    clientIds.length
+      ? db.$queryRawUnsafe<(CountRow & { clientId: number })[]>(clientsSql.sql, ...clientsSql.values)
+      : [],
+  ]);
   return {
     since: from,
     all: fill(granularity, from, now, all),
@@ -121,7 +156,9 @@ export async function rolloutStatus(now = new Date()) {
   const windowHours = env.SAFE_TO_ENFORCE_HOURS;
   const windowStart = new Date(now.getTime() - windowHours * HOUR);
   const lastHourFrom = new Date(hourBucket(now).getTime() - HOUR);
-  const [mode, windowRows, lastHourRows, clients, first] = await Promise.all([
+  const inWindow = hourlyCounts("bucket_start >= ?", [hourBucket(windowStart)]);
+  const inLastHour = hourlyCounts("bucket_start >= ?", [lastHourFrom]);
+  const [mode, windowRows, lastHourRows, clients, [first]] = await Promise.all([
     getIdempotencyMode(),
     // A bucket with accepted keyless requests (more keyless than refused) names its last one; a bucket whose
     // keyless requests were all refused does not block anything.
@@ -129,13 +166,13 @@ export async function rolloutStatus(now = new Date()) {
       `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyless) AS keyless,
               SUM(keyless_rejected) AS rejected, MAX(last_keyless_at) AS lastKeylessAt,
               MAX(CASE WHEN keyless > keyless_rejected THEN last_keyless_at END) AS lastAcceptedKeylessAt
-         FROM request_count_buckets WHERE bucket_start >= ? GROUP BY api_client_id`,
-      hourBucket(windowStart),
+         FROM ${inWindow.sql} GROUP BY api_client_id`,
+      ...inWindow.values,
     ),
     db.$queryRawUnsafe<{ clientId: number; accepted: Num }[]>(
       `SELECT api_client_id AS clientId, SUM(keyless - keyless_rejected) AS accepted
-         FROM request_count_buckets WHERE bucket_start >= ? GROUP BY api_client_id`,
-      lastHourFrom,
+         FROM ${inLastHour.sql} GROUP BY api_client_id`,
+      ...inLastHour.values,
     ),
     db.$queryRawUnsafe<{ id: number; name: string; keyRequiredSince: Date | null; keyPrefix: string | null }[]>(
       `SELECT c.id, c.name, c.key_required_since AS keyRequiredSince,
@@ -143,14 +180,17 @@ export async function rolloutStatus(now = new Date()) {
                 ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1) AS keyPrefix
          FROM api_clients c ORDER BY c.name`,
     ),
-    db.requestCountBucket.aggregate({ _min: { bucketStart: true } }),
+    db.$queryRawUnsafe<{ first: Date | string | null }[]>(
+      `SELECT MIN(m) AS first FROM (SELECT MIN(bucket_start) AS m FROM request_count_hours
+                                    UNION ALL SELECT MIN(bucket_start) FROM request_count_buckets) firsts`,
+    ),
   ]);
-  const inWindow = new Map(windowRows.map((r) => [Number(r.clientId), r]));
+  const byClient = new Map(windowRows.map((r) => [Number(r.clientId), r]));
   const lastHour = new Map(lastHourRows.map((r) => [Number(r.clientId), n(r.accepted)]));
   const date = (v: Date | string | null) => (v === null ? null : toDate(v));
 
   const perClient = clients.map((c) => {
-    const r = inWindow.get(c.id);
+    const r = byClient.get(c.id);
     const lastAccepted = date(r?.lastAcceptedKeylessAt ?? null);
     const keyed = n(r?.keyed ?? 0);
     const keyless = n(r?.keyless ?? 0);
@@ -175,7 +215,7 @@ export async function rolloutStatus(now = new Date()) {
   });
 
   const keyedInWindow = perClient.reduce((sum, c) => sum + c.keyed, 0);
-  const firstCountedAt = first._min.bucketStart;
+  const firstCountedAt = first?.first ? toDate(first.first) : null;
   const observedHours = firstCountedAt ? (now.getTime() - firstCountedAt.getTime()) / HOUR : 0;
   const blocking = perClient
     .filter((c) => c.blocking)
@@ -219,11 +259,12 @@ const share = (keyless: number, keyed: number) => (keyed + keyless === 0 ? 0 : k
 /** Keyed and keyless POSTs per client since `since`, and the keyless share (what /api/metrics exports). */
 export async function keylessShareByClient(since: Date) {
   type Row = { api_client_id: number; name: string; keyed: bigint | number; keyless: bigint | number };
+  const counted = hourlyCounts("bucket_start >= ?", [since], "b");
   const rows = await db.$queryRawUnsafe<Row[]>(
     `SELECT b.api_client_id, c.name, SUM(b.keyed) AS keyed, SUM(b.keyless) AS keyless
-       FROM request_count_buckets b JOIN api_clients c ON c.id = b.api_client_id
-      WHERE b.bucket_start >= ? GROUP BY b.api_client_id, c.name`,
-    since,
+       FROM ${counted.sql} JOIN api_clients c ON c.id = b.api_client_id
+      GROUP BY b.api_client_id, c.name`,
+    ...counted.values,
   );
   return rows.map((r) => ({
     apiClientId: r.api_client_id,

@@ -4,6 +4,7 @@ import { db } from "~/server/db";
 import { scanForDuplicates } from "~/server/customers/duplicates";
 import { flushEvents, pruneEvents } from "~/server/idempotency";
 import { reconcileIfDue } from "~/server/ledger/schedule";
+import { foldClosedHours } from "~/server/rollout/foldCounts";
 import { pruneExpired } from "./pruneExpired";
 import { reapAbandoned } from "./reapAbandoned";
 
@@ -12,8 +13,9 @@ import { reapAbandoned } from "./reapAbandoned";
  * events older than twice a key's lifetime), record the run for the dashboard;
  * every RECONCILE_INTERVAL_MS, reconcile the ledger with the gateway's charge
  * list (its own run record); then look for possible duplicate charges among
- * those made since the last sweep, and write this process's key events (a
- * `--once` sweeper exits right after).
+ * those made since the last sweep, fold the request counts of closed hours
+ * (rollout/foldCounts.ts), and write this process's key events (a `--once`
+ * sweeper exits right after).
  */
 export async function runSweep(options: { reapAfterMs?: number; reconcile?: boolean } = {}) {
   const run = await db.sweepRun.create({ data: { instance: `${hostname()}:${process.pid}`, startedAt: new Date() } });
@@ -27,6 +29,7 @@ export async function runSweep(options: { reapAfterMs?: number; reconcile?: bool
     });
     if (options.reconcile ?? true) await reconcileIfDue();
     await scanForDuplicates();
+    await foldClosedHours({ budgetMs: env.SWEEP_INTERVAL_MS / 4 });
     await pruneEvents(new Date(Date.now() - 2 * env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000));
     await flushEvents();
     return finished;
