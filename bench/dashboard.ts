@@ -5,7 +5,8 @@
  * Seeds (with progress lines) 5M request records over 30 days for 300 clients
  * (10 % keyless, a customer with 10k charges), 2M charges (about 2 000 possible
  * duplicates among them), 100k key reuses (10 % cross-client), 1M key events
- * and the hourly counts, then finds the possible duplicates of the last two
+ * and the hourly counts (the last 48 hours as shard rows, which it folds as the
+ * sweeper would, timed), then finds the possible duplicates of the last two
  * days as the sweeper would (timed; `--reuse` keeps the last run's seeded
  * database instead of seeding again). Then, while the keyed-insert load of bench:growth runs: alone
  * (20 s); with four support users calling every procedure with realistic
@@ -140,18 +141,49 @@ async function seed() {
     ),
   );
   // 30 days of hourly counts per client; one client in ten still sends keyless requests; some hours are silent.
-  await conn.query(
-    `INSERT INTO request_count_buckets (api_client_id, bucket_start, keyed, keyless, keyless_rejected, last_keyless_at)
-     SELECT c.seq, h.bucket, 200 + (c.seq * h.seq) % 100, IF(c.seq % 10 = 0, (c.seq + h.seq) % 7, 0), 0,
-            IF(c.seq % 10 = 0 AND (c.seq + h.seq) % 7 > 0, h.bucket + INTERVAL 30 MINUTE, NULL)
+  // The request path spreads each client-hour over up to 16 shard rows; the sweeper folds closed hours into one
+  // row per client-hour and one per client-day (src/server/rollout/foldCounts.ts). The last 48 hours are seeded as
+  // shard rows and folded below by the sweeper's own code, timed; older ones as the fold leaves them.
+  // Server modules are imported once startBenchStack has set the environment they read.
+  const { COUNT_SHARDS } = await import("~/server/rollout/counters");
+  const hourly = (hours: string) => `
+     SELECT c.seq AS client, h.bucket, 200 + (c.seq * h.seq) % 100 AS keyed,
+            IF(c.seq % 10 = 0, (c.seq + h.seq) % 7, 0) AS keyless,
+            IF(c.seq % 10 = 0 AND (c.seq + h.seq) % 7 > 0, h.bucket + INTERVAL 30 MINUTE, NULL) AS last_keyless_at,
+            1 + (c.seq * h.seq) % ${COUNT_SHARDS} AS shards
        FROM seq_1_to_${CLIENTS} c
        JOIN (SELECT seq,
                     CAST(DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL seq HOUR, '%Y-%m-%d %H:00:00') AS DATETIME) AS bucket
-               FROM seq_0_to_720) h
-      WHERE (c.seq + h.seq) % 97 <> 0`,
+               FROM ${hours}) h
+      WHERE (c.seq + h.seq) % 97 <> 0`;
+  await conn.query(
+    `INSERT INTO request_count_hours (bucket_start, api_client_id, keyed, keyless, keyless_rejected, last_keyless_at)
+     SELECT bucket, client, keyed, keyless, 0, last_keyless_at FROM (${hourly("seq_48_to_720")}) t`,
+  );
+  await conn.query(
+    `INSERT INTO request_count_days (day, api_client_id, keyed, keyless, keyless_rejected)
+     SELECT DATE(bucket_start), api_client_id, SUM(keyed), SUM(keyless), 0
+       FROM request_count_hours GROUP BY DATE(bucket_start), api_client_id`,
+  );
+  // Each shard row gets an equal part (the first ones one more), as random picks would on average.
+  await conn.query(
+    `INSERT INTO request_count_buckets
+        (api_client_id, bucket_start, shard, keyed, keyless, keyless_rejected, last_keyless_at)
+     SELECT client, bucket, s.seq, keyed DIV shards + (s.seq < keyed % shards), keyless DIV shards + (s.seq < keyless % shards),
+            0, IF(s.seq < keyless, last_keyless_at, NULL)
+       FROM (${hourly("seq_0_to_47")}) t JOIN seq_0_to_${COUNT_SHARDS - 1} s ON s.seq < t.shards`,
   );
   const seedSeconds = (performance.now() - t0) / 1000;
-  return { ...(await findDuplicates()), seedSeconds, charges: await chargeCount() };
+  return { ...(await findDuplicates()), ...(await foldCounts()), seedSeconds, charges: await chargeCount() };
+}
+
+/** What the sweeper does after each sweep: fold the closed hours' shard rows (here, 46 hours of them), timed. */
+async function foldCounts() {
+  const { foldClosedHours } = await import("~/server/rollout/foldCounts");
+  const [{ n }] = await conn.query("SELECT COUNT(*) AS n FROM request_count_buckets");
+  const t = performance.now();
+  const folded = await foldClosedHours();
+  return { shardRows: Number(n), folded, foldSeconds: (performance.now() - t) / 1000 };
 }
 
 const chargeCount = async () => Number((await conn.query("SELECT COUNT(*) AS n FROM charges"))[0].n);
@@ -159,7 +191,8 @@ const chargeCount = async () => Number((await conn.query("SELECT COUNT(*) AS n F
 /** What the sweeper does after each sweep, over the last DUPLICATE_SCAN_HOURS hours, hour by hour, timed. */
 async function findDuplicates() {
   await conn.query(
-    "ANALYZE TABLE idempotent_requests, charges, idempotency_key_reuses, idempotency_events, request_count_buckets",
+    `ANALYZE TABLE idempotent_requests, charges, idempotency_key_reuses, idempotency_events, request_count_buckets,
+       request_count_hours, request_count_days`,
   );
   const { recordPossibleDuplicates } = await import("~/server/customers/duplicates");
   const t1 = performance.now();
@@ -218,6 +251,9 @@ try {
       "possible duplicates found": seeded.found,
       [`duplicate scan of ${DUPLICATE_SCAN_HOURS} h, s`]: fmt(seeded.detectSeconds),
       "per hour of charges ms": fmt((seeded.detectSeconds * 1000) / DUPLICATE_SCAN_HOURS),
+      ...("folded" in seeded
+        ? { "count shard rows folded": `${seeded.folded} of ${seeded.shardRows}`, "fold s": fmt(seeded.foldSeconds) }
+        : {}),
     },
   ]);
 

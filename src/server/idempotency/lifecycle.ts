@@ -241,8 +241,8 @@ export function releaseStatement(held: { id: bigint; attempt: number }): Stateme
 
 /**
  * complete: the holder (same attempt) stores the answer. Sent in one
- * transaction with the rows the work writes, after lockStatement, so that the
- * answer and those rows are never apart.
+ * transaction with the rows the work writes, before them (it locks the
+ * record first), so that the answer and those rows are never apart.
  */
 export function completeStatement(
   held: { id: bigint; attempt: number },
@@ -257,15 +257,6 @@ export function completeStatement(
            WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
     values: [response.status, response.body, finishedBy, micros(ttlMs), held.id, held.attempt],
   };
-}
-
-/**
- * First in a completion: the record's X lock before the work's rows, whose
- * foreign keys would otherwise take an S lock on it and deadlock two
- * completions of one record on the S-to-X upgrade.
- */
-export function lockStatement(held: { id: bigint }): Statement {
-  return { sql: "SELECT id FROM idempotent_requests WHERE id = ? FOR UPDATE", values: [held.id] };
 }
 
 /** expire: a complete record past its lifetime is deleted so its key can start a new operation. */

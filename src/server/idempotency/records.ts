@@ -25,7 +25,6 @@ import {
   expireStatement,
   ImpossibleRecordError,
   keyToBytes,
-  lockStatement,
   pruneBatchStatement,
   releaseStatement,
   renewStatement,
@@ -164,10 +163,11 @@ export async function complete(
   writes: Statement[],
   finishedBy: FinishedBy,
 ): Promise<boolean> {
-  const statements = [lockStatement(record), ...writes, completeStatement(record, response, finishedBy, timing)];
-  // The lock found the record, every write changed rows, the completion matched this attempt.
-  const allLanded = (touched: number[]) =>
-    touched[0] === 1 && touched.at(-1) === 1 && touched.slice(1, -1).every((n) => n >= 1);
+  // The completion first: its UPDATE takes the record's X lock before the work's rows, whose foreign keys would
+  // otherwise take an S lock on it and deadlock two completions of one record on the S-to-X upgrade.
+  const statements = [completeStatement(record, response, finishedBy, timing), ...writes];
+  // The completion matched this attempt, every write changed rows.
+  const allLanded = (touched: number[]) => touched[0] === 1 && touched.slice(1).every((n) => n >= 1);
   try {
     const committed = await completionSlots(() =>
       retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)),
