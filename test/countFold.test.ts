@@ -12,6 +12,7 @@ import { execute } from "~/server/db";
 import { countKeylessRequest, hourBucket } from "~/server/rollout/counters";
 import { foldClosedHours } from "~/server/rollout/foldCounts";
 import { keylessSeries, rolloutStatus } from "~/server/rollout/stats";
+import { runSweep } from "~/server/sweep/runSweep";
 import { closeConnections, db, newApiClient } from "./helpers";
 
 const HOUR = 3_600_000;
@@ -114,6 +115,17 @@ describe("folding closed hours", () => {
     // Folding again changes nothing: nothing closed is left to fold for this client.
     await foldClosedHours({ now });
     assert.deepEqual(await dashboardView(client.id, now), before);
+  });
+
+  test("every sweep folds", async () => {
+    const client = await newApiClient("fold-sweep");
+    await add(client.id, new Date(Date.now() - 3 * HOUR), 6, { keyed: 3 });
+    await runSweep({ reconcile: false });
+    assert.deepEqual(await shardRowsOf(client.id), []);
+    assert.deepEqual(
+      (await hoursOf(client.id)).map((h) => h.keyed),
+      [3],
+    );
   });
 
   test("a late count into a folded hour is read at once and folded by the next fold", async () => {
