@@ -4,7 +4,8 @@
  * two Next.js references (a route with no database, a route with one Prisma
  * query). Two app rows: a request this process finished (answered from memory
  * for a minute, see idempotency/memory.ts) and one finished elsewhere (through
- * the database: the read-first lookup, no INSERT).
+ * the database: the claim's INSERT fails on the unique index and the read sent
+ * with it, in the same round trip, answers).
  */
 import { createServer } from "node:http";
 import * as mariadb from "mariadb";

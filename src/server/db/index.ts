@@ -4,10 +4,11 @@
  */
 export { database, db, disconnectDatabase, poolUsage, type Db } from "./client";
 export {
+  atomically,
   execute,
-  inTransaction,
   insertReturningId,
-  pipelinedTransaction,
+  insertThenRead,
+  inTransaction,
   queryRows,
   type Statement,
   type Transaction,

@@ -57,7 +57,7 @@ export type Transaction = {
  * asked for: committed when `work` returns, rolled back when it throws.
  * Statements read and write dates as UTC, like queryRows and execute. For the
  * sweeper's bookkeeping, which must read what it changes (a request's own
- * writes go through pipelinedTransaction, in two round trips).
+ * writes go through atomically, in one round trip).
  */
 export async function inTransaction<T>(
   isolation: "READ COMMITTED" | "REPEATABLE READ",
@@ -109,62 +109,68 @@ function inOneWrite<T>(connection: PoolConnection, issue: () => T): T {
   }
 }
 
-/** Rows a statement touched: affected rows for a write, returned rows for a SELECT. */
-const touched = (result: unknown) =>
-  Array.isArray(result) ? result.length : Number((result as { affectedRows?: number }).affectedRows ?? 0);
+/**
+ * An INSERT and then a SELECT, each on its own (autocommit), sent in one
+ * socket write on one connection: what the SELECT finds after the INSERT ran,
+ * whether the INSERT succeeded or failed. The claim of a key is this: the
+ * INSERT decides who owns it, and when it fails on the unique index the SELECT
+ * has already read the record that won, with no second round trip.
+ */
+export async function insertThenRead<Row>(
+  insert: Statement,
+  read: Statement,
+): Promise<{ inserted: PromiseSettledResult<bigint>; rows: Row[] }> {
+  const connection = await database.pool.getConnection();
+  try {
+    const [inserted, rows] = await Promise.allSettled(
+      inOneWrite(connection, () => [
+        connection.query({ sql: insert.sql, insertIdAsNumber: false }, utcValues(insert.values)),
+        connection.query({ sql: read.sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(read.values)),
+      ]),
+    );
+    if (rows.status === "rejected") throw rows.reason;
+    return {
+      inserted:
+        inserted.status === "fulfilled"
+          ? { status: "fulfilled", value: BigInt((inserted.value as { insertId: bigint | number }).insertId) }
+          : inserted,
+      rows: rows.value as Row[],
+    };
+  } finally {
+    await connection.release();
+  }
+}
 
 /**
- * Runs the statements as one transaction in two round trips, however many
- * there are: the statements go out together (the driver pipelines them), then
- * COMMIT if all succeeded and `commitIf` accepts the rows each touched, else
- * ROLLBACK. True when committed. A failed statement's driver error (errno
- * 1062, 1213, ...) is thrown after the rollback.
+ * Runs the statements as one transaction in ONE round trip, however many there
+ * are: a compound statement (MariaDB's BEGIN NOT ATOMIC) that commits only if
+ * the first statement (the fence) changed exactly one row and every other
+ * changed at least one, and rolls back otherwise. True when committed. A
+ * failing statement rolls the whole transaction back in the server and its
+ * error (errno 1062, 1213, ...) is re-raised to the caller; a certification
+ * failure at COMMIT on Galera too. Nothing runs after a failure, and no
+ * transaction is ever left open on the connection.
  *
- * Autocommit is off for the whole transaction, not just a START TRANSACTION
- * ahead of the statements: when InnoDB picks one of them as a deadlock victim
- * it rolls the transaction back, and with autocommit on the statements already
- * queued behind it would then each commit on their own (a completed record
- * naming a charge whose INSERT was rolled back; test/moneyPaths.test.ts). With
- * autocommit off they open a new transaction that the ROLLBACK undoes.
- *
- * Prisma sends each statement of a transaction after the previous one's answer
- * has been through the event loop; when that loop is busy, the connection is
- * held for every one of those waits. Charge completions are where that filled
- * the pool (see bench/README.md, storm).
+ * One round trip matters twice: a request's completion holds a connection only
+ * while the server works (a busy event loop never holds it between statements:
+ * see bench/README.md, storm), and each round trip is a socket write and a
+ * read, which on this machine cost more than the statements (overhead profile).
  */
-export async function pipelinedTransaction(
-  statements: Statement[],
-  commitIf: (touched: number[]) => boolean,
-): Promise<boolean> {
-  const connection = await database.pool.getConnection();
-  let settled: PromiseSettledResult<unknown>[];
-  let committed = false;
-  try {
-    const [autocommitOff, ...results] = await Promise.allSettled(
-      inOneWrite(connection, () => [
-        connection.query("SET autocommit = 0"),
-        ...statements.map(({ sql, values }) => connection.query(sql, utcValues(values))),
-      ]),
-    );
-    settled = results;
-    committed =
-      autocommitOff!.status === "fulfilled" &&
-      settled.every((r) => r.status === "fulfilled") &&
-      commitIf(settled.map((r) => (r.status === "fulfilled" ? touched(r.value) : 0)));
-    // In this order: switching autocommit back on would commit an open transaction.
-    await Promise.all(
-      inOneWrite(connection, () => [
-        connection.query(committed ? "COMMIT" : "ROLLBACK"),
-        connection.query("SET autocommit = 1"),
-      ]),
-    );
-  } catch (error) {
-    // The transaction's state is unknown: this connection never goes back to the pool.
-    await connection.destroy();
-    throw error;
-  }
-  await connection.release();
-  const failure = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failure) throw failure.reason;
-  return committed;
+export async function atomically(statements: Statement[]): Promise<boolean> {
+  const [fence, ...writes] = statements;
+  if (!fence) throw new Error("atomically: no statements");
+  const sql = `BEGIN NOT ATOMIC
+    DECLARE landed BOOLEAN DEFAULT TRUE;
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+    START TRANSACTION;
+    ${fence.sql};
+    IF ROW_COUNT() <> 1 THEN SET landed = FALSE; END IF;
+    ${writes.map((w) => `IF landed THEN ${w.sql}; IF ROW_COUNT() < 1 THEN SET landed = FALSE; END IF; END IF;`).join("\n")}
+    IF landed THEN COMMIT; ELSE ROLLBACK; END IF;
+    SELECT landed AS committed;
+  END`;
+  const [[result]] = (await database.pool.query(sql, utcValues(statements.flatMap((s) => s.values)))) as [
+    [{ committed: number | bigint }],
+  ];
+  return Number(result.committed) === 1;
 }

@@ -8,11 +8,12 @@ import pLimit from "p-limit";
 import { env } from "~/env";
 import { log } from "~/server/observability/log";
 import {
+  atomically,
   db,
   execute,
   insertReturningId,
+  insertThenRead,
   isDuplicateKeyError,
-  pipelinedTransaction,
   queryRows,
   retryOnLockConflict,
   type Statement,
@@ -73,32 +74,41 @@ const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
 /**
  * INSERTs the record, held by this process: the claim. One autocommitted
  * statement, so there is no moment at which the row exists but this process
- * does not know it owns it. Null when the key is taken (the unique index said
- * so); a keyless record (NULL key) never is.
+ * does not know it owns it. When the key is taken (the unique index says so),
+ * the record that holds it, read in the same round trip, right after the
+ * INSERT failed (null if it was deleted in between: expired). A keyless record
+ * (NULL key) never meets the unique index and needs no read.
  */
-export async function insertClaim(claim: ClaimInput, now: Date): Promise<IdempotencyRecord | null> {
-  try {
-    const id = await insertReturningId(claimStatement(claim, timing));
-    const { idempotencyKey, route, apiClientId, requestHash } = claim;
-    const record: IdempotencyRecord = {
-      id,
-      idempotencyKey,
-      route,
-      apiClientId,
-      requestHash,
-      attempt: 1,
-      phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
-      lastAttemptAt: now,
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: new Date(now.getTime() + timing.ttlMs),
-    };
-    noted(record, "claimed", null, now);
-    return record;
-  } catch (error) {
-    if (isDuplicateKeyError(error)) return null;
-    throw error;
-  }
+export async function claim(
+  claim: ClaimInput,
+  now: Date,
+): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null }> {
+  const insert = claimStatement(claim, timing);
+  if (claim.idempotencyKey === null) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
+  const { inserted, rows } = await insertThenRead<RecordRow>(insert, byKeyStatement(claim.idempotencyKey, claim.route));
+  if (inserted.status === "fulfilled") return { claimed: heldClaim(claim, inserted.value, now) };
+  if (!isDuplicateKeyError(inserted.reason)) throw inserted.reason;
+  return { found: rows[0] ? decodeRecord(rows[0], now) : null };
+}
+
+/** The record this process just inserted, as the claim wrote it. */
+function heldClaim(claim: ClaimInput, id: bigint, now: Date): IdempotencyRecord {
+  const { idempotencyKey, route, apiClientId, requestHash } = claim;
+  const record: IdempotencyRecord = {
+    id,
+    idempotencyKey,
+    route,
+    apiClientId,
+    requestHash,
+    attempt: 1,
+    phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
+    lastAttemptAt: now,
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: new Date(now.getTime() + timing.ttlMs),
+  };
+  noted(record, "claimed", null, now);
+  return record;
 }
 
 /** The record of a key on a route, read through the driver in one round trip (the replay path). */
@@ -163,15 +173,12 @@ export async function complete(
   writes: Statement[],
   finishedBy: FinishedBy,
 ): Promise<boolean> {
-  // The completion first: its UPDATE takes the record's X lock before the work's rows, whose foreign keys would
-  // otherwise take an S lock on it and deadlock two completions of one record on the S-to-X upgrade.
+  // The completion first, as the fence (it must match this attempt; every write must change rows): its UPDATE
+  // takes the record's X lock before the work's rows, whose foreign keys would otherwise take an S lock on it
+  // and deadlock two completions of one record on the S-to-X upgrade.
   const statements = [completeStatement(record, response, finishedBy, timing), ...writes];
-  // The completion matched this attempt, every write changed rows.
-  const allLanded = (touched: number[]) => touched[0] === 1 && touched.slice(1).every((n) => n >= 1);
   try {
-    const committed = await completionSlots(() =>
-      retryOnLockConflict(() => pipelinedTransaction(statements, allLanded)),
-    );
+    const committed = await completionSlots(() => retryOnLockConflict(() => atomically(statements)));
     if (committed) noted(record, "completed", `${finishedBy} ${response.status}`);
     return committed;
   } catch (error) {

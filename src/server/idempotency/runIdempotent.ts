@@ -104,25 +104,16 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
 type Claimed = { kind: "claimed"; record: IdempotencyRecord };
 
 /**
- * Reads first, then claims. A retry of a finished operation (a replay) or of
- * one in flight (a 409) is answered from the read alone, one round trip and no
- * write. A read that finds nothing decides nothing: the INSERT does, and a
- * duplicate-key error sends it to the record the winner wrote. (The read can
- * be stale on a cluster node that has not applied a commit yet; then the
- * INSERT fails on the duplicate, or at certification, and the next read sees it.)
+ * Claims: the INSERT decides, and when the key is taken, the record that holds
+ * it (read in the same round trip, records.claim) answers: a replay, a 409, a
+ * 422, or a take-over of a released claim. One round trip either way. (On a
+ * cluster, two nodes' INSERTs of one key can both pass their local check; the
+ * loser fails certification, 1213, and goes round again, to the duplicate.)
  */
 async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Claimed> {
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
-    if (claim.idempotencyKey !== null) {
-      const found = await records.findByKey(claim.idempotencyKey, claim.route, now);
-      if (found) {
-        const answer = await answerExisting(found, claim, now);
-        if (answer) return answer;
-        continue;
-      }
-    }
-    const inserted = await records.insertClaim(claim, now).catch((error: unknown) => {
+    const result = await records.claim(claim, now).catch((error: unknown) => {
       // InnoDB picked the insert as a deadlock victim, or Galera failed its
       // certification against another node's insert (both 1213): go round again.
       if (isLockConflictError(error)) {
@@ -131,13 +122,10 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Cla
       }
       throw error;
     });
-    if (inserted) return { kind: "claimed", record: inserted };
-    if (inserted === undefined) continue;
-
-    // The key was taken between our read and our insert: the winner's record answers.
-    const existing = await records.findByKey(claim.idempotencyKey!, claim.route, now);
-    if (!existing) continue; // deleted (expired) between our insert and our read: go round again
-    const answer = await answerExisting(existing, claim, now);
+    if (result === undefined) continue;
+    if ("claimed" in result) return { kind: "claimed", record: result.claimed };
+    if (!result.found) continue; // deleted (expired) between our insert and our read: go round again
+    const answer = await answerExisting(result.found, claim, now);
     if (answer) return answer;
   }
   throw new Error(`could not claim idempotency key after ${MAX_CLAIM_ROUNDS} rounds`);
