@@ -169,7 +169,8 @@ async function seed() {
   await conn.query(
     `INSERT INTO request_count_buckets
         (api_client_id, bucket_start, shard, keyed, keyless, keyless_rejected, last_keyless_at)
-     SELECT client, bucket, s.seq, keyed DIV shards + (s.seq < keyed % shards), keyless DIV shards + (s.seq < keyless % shards),
+     SELECT client, bucket, s.seq, keyed DIV shards + (s.seq < keyed % shards),
+            keyless DIV shards + (s.seq < keyless % shards),
             0, IF(s.seq < keyless, last_keyless_at, NULL)
        FROM (${hourly("seq_0_to_47")}) t JOIN seq_0_to_${COUNT_SHARDS - 1} s ON s.seq < t.shards`,
   );

@@ -157,6 +157,7 @@ export async function insertThenRead<Row>(
  * read, which on this machine cost more than the statements (overhead profile).
  */
 export async function atomically(statements: Statement[]): Promise<boolean> {
+  const landedIf = (rowCount: string) => `IF ROW_COUNT() ${rowCount} THEN SET landed = FALSE; END IF;`;
   const [fence, ...writes] = statements;
   if (!fence) throw new Error("atomically: no statements");
   const sql = `BEGIN NOT ATOMIC
@@ -164,8 +165,8 @@ export async function atomically(statements: Statement[]): Promise<boolean> {
     DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
     START TRANSACTION;
     ${fence.sql};
-    IF ROW_COUNT() <> 1 THEN SET landed = FALSE; END IF;
-    ${writes.map((w) => `IF landed THEN ${w.sql}; IF ROW_COUNT() < 1 THEN SET landed = FALSE; END IF; END IF;`).join("\n")}
+    ${landedIf("<> 1")}
+    ${writes.map((w) => `IF landed THEN ${w.sql}; ${landedIf("< 1")} END IF;`).join("\n")}
     IF landed THEN COMMIT; ELSE ROLLBACK; END IF;
     SELECT landed AS committed;
   END`;

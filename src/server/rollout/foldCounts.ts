@@ -123,7 +123,8 @@ async function foldBatch(tx: Transaction, before: Date, batchSize: number): Prom
   const added = `keyed = keyed + VALUES(keyed), keyless = keyless + VALUES(keyless),
                  keyless_rejected = keyless_rejected + VALUES(keyless_rejected)`;
   await tx.execute({
-    sql: `INSERT INTO request_count_hours (bucket_start, api_client_id, keyed, keyless, keyless_rejected, last_keyless_at)
+    sql: `INSERT INTO request_count_hours
+            (bucket_start, api_client_id, keyed, keyless, keyless_rejected, last_keyless_at)
           VALUES ${[...hours.values()].map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}
           ON DUPLICATE KEY UPDATE ${added},
             last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
