@@ -66,7 +66,9 @@ async function seed() {
   const [{ n }] = await conn.query("SELECT COUNT(*) AS n FROM idempotent_requests");
   if (REUSE && Number(n) >= RECORDS) {
     console.log(`reusing the ${RECORDS} records seeded by an earlier run`);
-    return { ...(await findDuplicates()), seedSeconds: 0, charges: await chargeCount() };
+    const [{ counted }] = await conn.query("SELECT COUNT(*) AS counted FROM request_count_hours");
+    if (Number(counted) === 0) await seedCounts(); // a run that stopped before the counts, or from before the fold
+    return { ...(await findDuplicates()), ...(await foldCounts()), seedSeconds: 0, charges: await chargeCount() };
   }
   // The bench client is id 1 (startBenchStack made it); 299 more.
   await conn.query(`INSERT INTO api_clients (name, created_at)
@@ -140,6 +142,22 @@ async function seed() {
         WHERE r.id > ${RECORDS - to} AND r.id <= ${RECORDS - from} AND r.state = 'complete'`,
     ),
   );
+  await seedCounts();
+  const seedSeconds = (performance.now() - t0) / 1000;
+  return { ...(await findDuplicates()), ...(await foldCounts()), seedSeconds, charges: await chargeCount() };
+}
+
+/** What the sweeper does after each sweep: fold the closed hours' shard rows (here, 46 hours of them), timed. */
+async function foldCounts() {
+  const { foldClosedHours } = await import("~/server/rollout/foldCounts");
+  const [{ n }] = await conn.query("SELECT COUNT(*) AS n FROM request_count_buckets");
+  const t = performance.now();
+  const folded = await foldClosedHours();
+  return { shardRows: Number(n), folded, foldSeconds: (performance.now() - t) / 1000 };
+}
+
+/** A month of hourly counts for every client: the last 48 hours as open shard rows, older ones as folded. */
+async function seedCounts() {
   // 30 days of hourly counts per client; one client in ten still sends keyless requests; some hours are silent.
   // The request path spreads each client-hour over up to 16 shard rows; the sweeper folds closed hours into one
   // row per client-hour and one per client-day (src/server/rollout/foldCounts.ts). The last 48 hours are seeded as
@@ -174,17 +192,6 @@ async function seed() {
             0, IF(s.seq < keyless, last_keyless_at, NULL)
        FROM (${hourly("seq_0_to_47")}) t JOIN seq_0_to_${COUNT_SHARDS - 1} s ON s.seq < t.shards`,
   );
-  const seedSeconds = (performance.now() - t0) / 1000;
-  return { ...(await findDuplicates()), ...(await foldCounts()), seedSeconds, charges: await chargeCount() };
-}
-
-/** What the sweeper does after each sweep: fold the closed hours' shard rows (here, 46 hours of them), timed. */
-async function foldCounts() {
-  const { foldClosedHours } = await import("~/server/rollout/foldCounts");
-  const [{ n }] = await conn.query("SELECT COUNT(*) AS n FROM request_count_buckets");
-  const t = performance.now();
-  const folded = await foldClosedHours();
-  return { shardRows: Number(n), folded, foldSeconds: (performance.now() - t) / 1000 };
 }
 
 const chargeCount = async () => Number((await conn.query("SELECT COUNT(*) AS n FROM charges"))[0].n);
