@@ -119,7 +119,7 @@ function inOneWrite<T>(connection: PoolConnection, issue: () => T): T {
 export async function insertThenRead<Row>(
   insert: Statement,
   read: Statement,
-): Promise<{ inserted: PromiseSettledResult<bigint>; rows: Row[] }> {
+): Promise<{ insertId: bigint } | { insertError: unknown; rows: Row[] }> {
   const connection = await database.pool.getConnection();
   try {
     const [inserted, rows] = await Promise.allSettled(
@@ -128,14 +128,10 @@ export async function insertThenRead<Row>(
         connection.query({ sql: read.sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(read.values)),
       ]),
     );
+    // A row inserted is the caller's whatever happened to the read: it must never be left unknown to its owner.
+    if (inserted.status === "fulfilled") return { insertId: BigInt((inserted.value as { insertId: bigint }).insertId) };
     if (rows.status === "rejected") throw rows.reason;
-    return {
-      inserted:
-        inserted.status === "fulfilled"
-          ? { status: "fulfilled", value: BigInt((inserted.value as { insertId: bigint | number }).insertId) }
-          : inserted,
-      rows: rows.value as Row[],
-    };
+    return { insertError: inserted.reason, rows: rows.value as Row[] };
   } finally {
     await connection.release();
   }

@@ -85,10 +85,10 @@ export async function claim(
 ): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null }> {
   const insert = claimStatement(claim, timing);
   if (claim.idempotencyKey === null) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
-  const { inserted, rows } = await insertThenRead<RecordRow>(insert, byKeyStatement(claim.idempotencyKey, claim.route));
-  if (inserted.status === "fulfilled") return { claimed: heldClaim(claim, inserted.value, now) };
-  if (!isDuplicateKeyError(inserted.reason)) throw inserted.reason;
-  return { found: rows[0] ? decodeRecord(rows[0], now) : null };
+  const result = await insertThenRead<RecordRow>(insert, byKeyStatement(claim.idempotencyKey, claim.route));
+  if ("insertId" in result) return { claimed: heldClaim(claim, result.insertId, now) };
+  if (!isDuplicateKeyError(result.insertError)) throw result.insertError;
+  return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
 }
 
 /** The record this process just inserted, as the claim wrote it. */
