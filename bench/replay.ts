@@ -73,7 +73,7 @@ try {
   });
   table("Replays of one finished request (20 connections, 6 slices of 3 s each, interleaved)", [
     row("node:http + mariadb, same indexed lookup (floor)", r.floor),
-    row("Charges: replay through the database (one read, no INSERT)", r.database),
+    row("Charges: replay through the database (the claim fails, its read answers)", r.database),
     row("Charges: replay of this process's own recent answer (memory)", r.memory),
     row("reference: Next.js route, no database (GET /api/charges, 405)", r.framework),
     row("reference: Next.js + one Prisma query (GET /api/health)", r.oneQuery),
