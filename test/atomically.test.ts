@@ -5,6 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import * as mariadb from "mariadb";
+import { env } from "~/env";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { atomically, database, driverErrorCode, execute, queryRows } from "~/server/db";
 import { closeConnections } from "./helpers";
 
@@ -30,12 +33,30 @@ before(async () => {
     sql: `CREATE TABLE ${table}_writes (id INT PRIMARY KEY, note VARCHAR(32)) ENGINE=InnoDB`,
     values: [],
   });
-  await execute({ sql: `INSERT INTO ${table} VALUES (1, 'open'), (2, 'open'), (3, 'open'), (4, 'open')`, values: [] });
+  await execute({
+    sql: `INSERT INTO ${table} VALUES (1, 'open'), (2, 'open'), (3, 'open'), (4, 'open'), (5, 'open')`,
+    values: [],
+  });
 });
 after(async () => {
   await execute({ sql: `DROP TABLE IF EXISTS ${table}, ${table}_writes`, values: [] });
   await closeConnections();
 });
+
+/** Every connection of the pool (all of them, so the one atomically used too): autocommit, no transaction open. */
+async function assertNoConnectionLeftInATransaction() {
+  const connections = await Promise.all(
+    Array.from({ length: env.DATABASE_POOL_SIZE }, () => database.pool.getConnection()),
+  );
+  try {
+    for (const c of connections) {
+      const [row] = await c.query("SELECT @@in_transaction AS open, @@autocommit AS auto");
+      assert.deepEqual([Number(row.open), Number(row.auto)], [0, 1]);
+    }
+  } finally {
+    for (const c of connections) await c.release();
+  }
+}
 
 describe("atomically", () => {
   test("commits the fence and the writes together", async () => {
@@ -65,12 +86,29 @@ describe("atomically", () => {
     assert.equal(driverErrorCode(error), 1062, String(error));
     assert.equal(await state(4), "open");
     assert.deepEqual(await notes(4), ["already there"]);
-    // Every pooled connection is back in autocommit with no transaction open.
-    const connections = await Promise.all(Array.from({ length: 3 }, () => database.pool.getConnection()));
-    for (const c of connections) {
-      const [row] = await c.query("SELECT @@in_transaction AS open, @@autocommit AS auto");
-      assert.deepEqual([Number(row.open), Number(row.auto)], [0, 1]);
-      await c.release();
+    await assertNoConnectionLeftInATransaction();
+  });
+
+  test("a write that times out on a lock (which rolls back only itself) undoes the fence too", async () => {
+    // Another transaction holds the key the write inserts; the write gives up after 1 s with 1205, which in
+    // InnoDB rolls back that statement alone and leaves the transaction open: the fence must not commit.
+    const outside = await mariadb.createConnection(mysqlConnectionOptions(process.env.DATABASE_URL!));
+    try {
+      await outside.query("BEGIN");
+      await outside.query(`INSERT INTO ${table}_writes (id, note) VALUES (5, 'elsewhere')`);
+      const insert = write(5, "charge");
+      const slow = { ...insert, sql: `SET STATEMENT innodb_lock_wait_timeout = 1 FOR ${insert.sql}` };
+      const error = await atomically([fence(5, "open", "done"), slow]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.equal(driverErrorCode(error), 1205, String(error));
+    } finally {
+      await outside.query("ROLLBACK");
+      await outside.end();
     }
+    assert.equal(await state(5), "open");
+    assert.deepEqual(await notes(5), []);
+    await assertNoConnectionLeftInATransaction();
   });
 });

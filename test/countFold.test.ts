@@ -8,8 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { execute } from "~/server/db";
-import { countKeylessRequest, hourBucket } from "~/server/rollout/counters";
+import { atomically, execute } from "~/server/db";
+import { countKeylessRequest, hourBucket, keylessCountStatement } from "~/server/rollout/counters";
 import { foldClosedHours } from "~/server/rollout/foldCounts";
 import { keylessSeries, rolloutStatus } from "~/server/rollout/stats";
 import { runSweep } from "~/server/sweep/runSweep";
@@ -158,10 +158,22 @@ describe("folding closed hours", () => {
     const hour = new Date(hourBucket(now).getTime() - 5 * HOUR + 60_000);
     const WRITES = 400;
     let written = 0;
-    const writers = Array.from({ length: 8 }, async () => {
+    // Half the writers count as a refused keyless request does (one statement on its own), half as a keyless
+    // record's completion does: inside the completion's transaction (atomically), after the fence's lock (a row
+    // of a scratch table stands in for the record's).
+    const fences = `test_fold_fences_${process.pid}`;
+    await execute({ sql: `CREATE TABLE ${fences} (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB`, values: [] });
+    await execute({ sql: `INSERT INTO ${fences} VALUES (1, 0), (3, 0), (5, 0), (7, 0)`, values: [] });
+    const viaCompletion = (writer: number) =>
+      atomically([
+        { sql: `UPDATE ${fences} SET n = n + 1 WHERE id = ?`, values: [writer] },
+        keylessCountStatement(client.id, hour),
+      ]);
+    const writers = Array.from({ length: 8 }, async (_, w) => {
       while (written < WRITES) {
         written++;
-        await countKeylessRequest(client.id, { at: hour });
+        if (w % 2 === 0) await countKeylessRequest(client.id, { at: hour });
+        else assert.equal(await viaCompletion(w), true);
       }
     });
     let folding = true;
@@ -173,7 +185,7 @@ describe("folding closed hours", () => {
       }
       return rounds;
     });
-    await Promise.all(writers);
+    await Promise.all(writers).finally(() => execute({ sql: `DROP TABLE ${fences}`, values: [] }));
     folding = false;
     const rounds = await Promise.all(folders);
     assert.ok(

@@ -8,6 +8,8 @@ import { isDatabaseUnavailable } from "./errors";
  */
 export type QueryPool = Pick<mariadb.Pool, "query" | "execute" | "getConnection" | "end"> & {
   readonly closed: boolean;
+  /** A statement on a connection from getConnection failed: a FailoverPool takes its node out if it is down. */
+  noteFailure?(connection: mariadb.PoolConnection, error: unknown): void;
 };
 
 /** How long a node that failed stays out of the order before it is tried again. */
@@ -77,14 +79,18 @@ export class FailoverPool implements QueryPool {
     throw lastError;
   }
 
+  noteFailure(connection: mariadb.PoolConnection, error: unknown): void {
+    const node = this.nodeOf.get(connection);
+    if (node && isDatabaseUnavailable(error)) this.markDown(node);
+  }
+
   /** A statement on a connection of the current node; a node that turns out down is left for the next request. */
   private async onConnection<T>(run: (connection: mariadb.PoolConnection) => Promise<T>): Promise<T> {
     const connection = await this.getConnection();
     try {
       return await run(connection);
     } catch (error) {
-      const node = this.nodeOf.get(connection);
-      if (node && isDatabaseUnavailable(error)) this.markDown(node);
+      this.noteFailure(connection, error);
       throw error;
     } finally {
       await connection.release().catch(() => {});

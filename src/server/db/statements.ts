@@ -63,29 +63,49 @@ export async function inTransaction<T>(
   isolation: "READ COMMITTED" | "REPEATABLE READ",
   work: (tx: Transaction) => Promise<T>,
 ): Promise<T> {
-  const connection = await database.pool.getConnection();
-  const tx: Transaction = {
-    rows: async ({ sql, values }) =>
-      await connection.query({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values)),
-    execute: async ({ sql, values }) =>
-      Number(((await connection.query(sql, utcValues(values))) as { affectedRows?: number }).affectedRows ?? 0),
-  };
-  let reusable = true;
-  try {
+  return onOneConnection(async (connection) => {
+    const tx: Transaction = {
+      rows: async ({ sql, values }) =>
+        await connection.query({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values)),
+      execute: async ({ sql, values }) =>
+        Number(((await connection.query(sql, utcValues(values))) as { affectedRows?: number }).affectedRows ?? 0),
+    };
     await connection.query(`SET TRANSACTION ISOLATION LEVEL ${isolation}`);
     await connection.beginTransaction();
-    const result = await work(tx);
-    await connection.commit();
-    return result;
+    try {
+      const result = await work(tx);
+      await connection.commit();
+      return result;
+    } catch (error) {
+      await connection.rollback().catch(() => {}); // if it failed, onOneConnection closes the connection
+      throw error;
+    }
+  });
+}
+
+/** The server's status flags (mariadb's ServerStatus) that say what a connection was left in. */
+const IN_TRANSACTION = 1;
+const AUTOCOMMIT = 2;
+
+/**
+ * Runs `work` on one connection of the pool and gives the connection back.
+ * A connection left in a transaction or with autocommit off, which no caller
+ * means to leave, is closed instead (the server rolls back what it held), so
+ * that nothing of one request's transaction can be committed by the next
+ * user of the connection. A failure that says the database is unavailable
+ * takes its node out of use on a cluster (FailoverPool), as a pool query does.
+ */
+async function onOneConnection<T>(work: (connection: PoolConnection) => Promise<T>): Promise<T> {
+  const connection = await database.pool.getConnection();
+  try {
+    return await work(connection);
   } catch (error) {
-    // A connection whose rollback failed is in an unknown state: it never goes back to the pool.
-    reusable = await connection.rollback().then(
-      () => true,
-      () => false,
-    );
+    database.pool.noteFailure?.(connection, error);
     throw error;
   } finally {
-    await (reusable ? connection.release() : connection.destroy());
+    const status = connection.info?.status ?? 0;
+    const clean = (status & IN_TRANSACTION) === 0 && (status & AUTOCOMMIT) !== 0;
+    await Promise.resolve(clean ? connection.release() : connection.destroy()).catch(() => {});
   }
 }
 
@@ -120,8 +140,7 @@ export async function insertThenRead<Row>(
   insert: Statement,
   read: Statement,
 ): Promise<{ insertId: bigint } | { insertError: unknown; rows: Row[] }> {
-  const connection = await database.pool.getConnection();
-  try {
+  return onOneConnection(async (connection) => {
     const [inserted, rows] = await Promise.allSettled(
       inOneWrite(connection, () => [
         connection.query({ sql: insert.sql, insertIdAsNumber: false }, utcValues(insert.values)),
@@ -132,9 +151,7 @@ export async function insertThenRead<Row>(
     if (inserted.status === "fulfilled") return { insertId: BigInt((inserted.value as { insertId: bigint }).insertId) };
     if (rows.status === "rejected") throw rows.reason;
     return { insertError: inserted.reason, rows: rows.value as Row[] };
-  } finally {
-    await connection.release();
-  }
+  });
 }
 
 /**
@@ -145,7 +162,7 @@ export async function insertThenRead<Row>(
  * failing statement rolls the whole transaction back in the server and its
  * error (errno 1062, 1213, ...) is re-raised to the caller; a certification
  * failure at COMMIT on Galera too. Nothing runs after a failure, and no
- * transaction is ever left open on the connection.
+ * transaction is ever left open on the connection (onOneConnection checks).
  *
  * One round trip matters twice: a request's completion holds a connection only
  * while the server works (a busy event loop never holds it between statements:
@@ -156,18 +173,21 @@ export async function atomically(statements: Statement[]): Promise<boolean> {
   const landedIf = (rowCount: string) => `IF ROW_COUNT() ${rowCount} THEN SET landed = FALSE; END IF;`;
   const [fence, ...writes] = statements;
   if (!fence) throw new Error("atomically: no statements");
+  // Autocommit off inside as well: should a statement's error ever not reach the handler (a cluster's abort of
+  // the transaction), the statements after it still could not commit on their own.
   const sql = `BEGIN NOT ATOMIC
     DECLARE landed BOOLEAN DEFAULT TRUE;
-    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; SET autocommit = 1; RESIGNAL; END;
+    SET autocommit = 0;
     START TRANSACTION;
     ${fence.sql};
     ${landedIf("<> 1")}
     ${writes.map((w) => `IF landed THEN ${w.sql}; ${landedIf("< 1")} END IF;`).join("\n")}
     IF landed THEN COMMIT; ELSE ROLLBACK; END IF;
+    SET autocommit = 1;
     SELECT landed AS committed;
   END`;
-  const [[result]] = (await database.pool.query(sql, utcValues(statements.flatMap((s) => s.values)))) as [
-    [{ committed: number | bigint }],
-  ];
+  const values = utcValues(statements.flatMap((s) => s.values));
+  const [[result]] = (await onOneConnection((c) => c.query(sql, values))) as [[{ committed: number | bigint }]];
   return Number(result.committed) === 1;
 }

@@ -13,9 +13,9 @@ import { reapAbandoned } from "./reapAbandoned";
  * events older than twice a key's lifetime), record the run for the dashboard;
  * every RECONCILE_INTERVAL_MS, reconcile the ledger with the gateway's charge
  * list (its own run record); then look for possible duplicate charges among
- * those made since the last sweep, fold the request counts of closed hours
- * (rollout/foldCounts.ts), and write this process's key events (a `--once`
- * sweeper exits right after).
+ * those made since the last sweep, write this process's key events (a
+ * `--once` sweeper exits right after), and fold the request counts of closed
+ * hours (rollout/foldCounts.ts).
  */
 export async function runSweep(options: { reapAfterMs?: number; reconcile?: boolean } = {}) {
   const run = await db.sweepRun.create({ data: { instance: `${hostname()}:${process.pid}`, startedAt: new Date() } });
@@ -29,9 +29,10 @@ export async function runSweep(options: { reapAfterMs?: number; reconcile?: bool
     });
     if (options.reconcile ?? true) await reconcileIfDue();
     await scanForDuplicates();
-    await foldClosedHours({ budgetMs: env.SWEEP_INTERVAL_MS / 4 });
     await pruneEvents(new Date(Date.now() - 2 * env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000));
     await flushEvents();
+    // Last: a fold that fails (it is retried next sweep) must not keep the steps above from running.
+    await foldClosedHours({ budgetMs: env.SWEEP_INTERVAL_MS / 4 });
     return finished;
   } catch (error) {
     await db.sweepRun
