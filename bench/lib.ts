@@ -19,6 +19,8 @@ export const BENCH_PORTS = {
   app: slotPort.app(15),
   floor: slotPort.app(16),
   baseline: slotPort.app(17),
+  /** bench/overhead.ts: the layer off plus one round trip (BENCHMARK_SKIP_IDEMPOTENCY=floor). */
+  roundTripFloor: slotPort.app(14),
   gateway: slotPort.gateway(15),
   /** bench/soak.ts: its own two app instances and gateway, so that it can run beside the other benchmarks. */
   soakApps: [slotPort.app(18), slotPort.app(19)],
@@ -26,8 +28,8 @@ export const BENCH_PORTS = {
 };
 
 /**
- * The benchmark's stack. `baseline` also starts a second instance of the same
- * build on its own port with BENCHMARK_SKIP_IDEMPOTENCY=1 (bench/overhead.ts).
+ * The benchmark's stack. `baseline` also starts two more instances of the same
+ * build on their own ports, with BENCHMARK_SKIP_IDEMPOTENCY=1 and =floor (bench/overhead.ts).
  * `appPorts` starts that many instances of the app instead of the one on
  * BENCH_PORTS.app (`url` and `pid` are the first's, `apps` all of them),
  * `gatewayPort` moves the gateway, and `sweeper` starts the background sweeper
@@ -71,7 +73,14 @@ export async function startBenchStack(
   const withoutIdempotency = baseline
     ? await startApp({ port: BENCH_PORTS.baseline, env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "1" }, quiet: true })
     : undefined;
-  if (withoutIdempotency) services.push(withoutIdempotency);
+  const roundTripFloor = baseline
+    ? await startApp({
+        port: BENCH_PORTS.roundTripFloor,
+        env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "floor" },
+        quiet: true,
+      })
+    : undefined;
+  for (const extra of [withoutIdempotency, roundTripFloor]) if (extra) services.push(extra);
   const { createApiClient } = await import("~/server/auth/apiClients");
   const { apiKey } = await createApiClient("bench");
   return {
@@ -82,6 +91,8 @@ export async function startBenchStack(
     processes: services.map((s) => ({ name: s.name, pid: s.child.pid! })),
     baselineUrl: withoutIdempotency?.url,
     baselinePid: withoutIdempotency?.child.pid,
+    floorUrl: roundTripFloor?.url,
+    floorPid: roundTripFloor?.child.pid,
     apiKey,
     databaseUrl,
     gatewayDatabaseUrl,
@@ -156,6 +167,85 @@ export function processTree(pid: number): { pid: number; ticks: number }[] {
   }
   return stats.filter((s) => tree.has(s.pid));
 }
+
+/** The machine's CPU since boot, in ms of all cores together: busy (not idle, not waiting for I/O) and total. */
+function machineCpuMs(): { busy: number; total: number } {
+  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/);
+  const ticks = fields.map(Number);
+  const total = ticks.reduce((n, t) => n + t, 0);
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  return { busy: (total - idle) * (1000 / CLOCK_TICKS), total: total * (1000 / CLOCK_TICKS) };
+}
+
+/** The pids of every running process with this command name (`mariadbd`). */
+export function pidsNamed(name: string): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, "utf8").trim() === name;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/**
+ * Connections the kernel dropped because a listening socket's accept queue was
+ * full (TcpExt ListenOverflows, every socket, since boot): each costs its
+ * client TCP's one-second retransmission of the handshake.
+ */
+function listenOverflows(): number {
+  const [names, values] = readFileSync("/proc/net/netstat", "utf8")
+    .split("\n")
+    .filter((line) => line.startsWith("TcpExt:"))
+    .map((line) => line.split(/\s+/));
+  return Number(values?.[names?.indexOf("ListenOverflows") ?? -1] ?? 0);
+}
+
+/**
+ * Where the CPU went while `run` ran: each named process tree's share of one
+ * core (100 = one core busy the whole time), this process's own, the rest of
+ * the machine's busy time (other processes and the kernel's own work, such as
+ * loopback networking), and the connections dropped at a full accept queue.
+ * What tells a latency the machine sets from one the code sets.
+ */
+export async function cpuShares<T>(processes: Record<string, number[]>, run: () => Promise<T>) {
+  const sample = () => ({
+    own: process.cpuUsage(),
+    trees: Object.fromEntries(
+      Object.entries(processes).map(([name, pids]) => [name, pids.reduce((n, pid) => n + cpuMs(pid), 0)]),
+    ),
+    machine: machineCpuMs(),
+    overflows: listenOverflows(),
+    at: performance.now(),
+  });
+  const before = sample();
+  const result = await run();
+  const after = sample();
+  const wallMs = after.at - before.at;
+  const ownUs = after.own.user + after.own.system - before.own.user - before.own.system;
+  const percentOfACore: Record<string, number> = Object.fromEntries([
+    ...Object.keys(processes).map((name) => [name, (100 * (after.trees[name]! - before.trees[name]!)) / wallMs]),
+    [OWN, (100 * ownUs) / 1000 / wallMs],
+  ]);
+  const busyMs = after.machine.busy - before.machine.busy;
+  const accounted = Object.values(percentOfACore).reduce((n, p) => n + p, 0);
+  percentOfACore[REST] = Math.max(0, (100 * busyMs) / wallMs - accounted);
+  const cores = readFileSync("/proc/stat", "utf8")
+    .split("\n")
+    .filter((l) => /^cpu\d/.test(l)).length;
+  return {
+    result,
+    percentOfACore,
+    machineBusyPercent: (100 * busyMs) / (after.machine.total - before.machine.total),
+    cores,
+    listenOverflows: after.overflows - before.overflows,
+  };
+}
+export const OWN = "load generator (this process)";
+export const REST = "everything else (kernel, other processes)";
 
 /** What one run of an interleaved comparison loads: a URL and its requests; `pid`: whose CPU to measure. */
 export type LoadSpec = { url: string; requests?: autocannon.Request[]; pid?: number };

@@ -16,14 +16,15 @@
  *
  *   npm run bench:storm [-- --operations 1000] [-- --no-build]
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
 import { chargesPerCustomer } from "~/gateway-sim/inspect";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
-import { fmt, startBenchStack, table } from "./lib";
+import { cpuShares, fmt, OWN, pidsNamed, REST, startBenchStack, table } from "./lib";
 
 const { values: args } = parseArgs({
   options: { operations: { type: "string", default: "1000" }, "no-build": { type: "boolean", default: false } },
@@ -38,7 +39,17 @@ const WATCHDOG_MS = 240_000;
 
 type PoolUsage = { limit: number; recent: PoolSlot[] };
 
-const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000" });
+const METRICS_TOKEN = randomBytes(24).toString("hex");
+const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN });
+/** Whose CPU each round reports (cpuShares): the app, the gateway, the database; the load generator is this process. */
+const PROCESSES = {
+  app: [stack.pid],
+  gateway: stack.processes.filter((p) => p.name === "gateway").map((p) => p.pid),
+  MariaDB: pidsNamed("mariadbd"),
+};
+/** This process's own event-loop delay: the 409 latencies are timed here, so its lag is in them too. */
+const ownLoop = monitorEventLoopDelay({ resolution: 10 });
+ownLoop.enable();
 // Bounded in time: a run that hangs fails loudly instead of waiting forever.
 let unresolved = 0;
 setTimeout(() => {
@@ -82,16 +93,21 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
   });
   const tag = `cus_storm_${randomUUID().slice(0, 6)}`;
   unresolved = OPERATIONS;
+  await appLoopDelay(); // starts the app's measure afresh
+  ownLoop.reset();
   const start = Date.now();
-  const results = await Promise.all(
-    Array.from({ length: OPERATIONS }, async (_, i) => {
-      await new Promise((r) => setTimeout(r, (i * rampMs) / OPERATIONS));
-      return sdk
-        .createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` })
-        .finally(() => unresolved--);
-    }),
+  const { result: results, ...cpu } = await cpuShares(PROCESSES, () =>
+    Promise.all(
+      Array.from({ length: OPERATIONS }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, (i * rampMs) / OPERATIONS));
+        return sdk
+          .createCharge({ amount_cents: 500, currency: "usd", card_token: cardToken, customer_id: `${tag}_${i}` })
+          .finally(() => unresolved--);
+      }),
+    ),
   );
   const end = Date.now();
+  const loops = { app: await appLoopDelay(), own: { p99: ownLoop.percentile(99) / 1e6, max: ownLoop.max / 1e6 } };
   // Read now: the app keeps only its last 30 s. Every gateway call was made
   // after `start` and answers GATEWAY_DELAY_MS later, so until then every
   // call made is pending.
@@ -103,7 +119,18 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
   };
   const sorted = conflictLatencies.sort((a, b) => a - b);
   const counts = { serviceUnavailable, timedOut, attempts, conflicts, waitsApplied };
-  return { tag, start, end, results, conflictLatencies: sorted, ...counts, pool };
+  return { tag, start, end, results, conflictLatencies: sorted, ...counts, pool, cpu, loops };
+}
+
+/**
+ * The app's event-loop delay (p99 and max, ms) since the last call: prom-client's
+ * default metrics start their histogram afresh at every scrape of /api/metrics.
+ */
+async function appLoopDelay() {
+  const res = await fetch(`${stack.url}/api/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const text = await res.text();
+  const ms = (name: string) => 1000 * Number(new RegExp(`^charges_${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+  return { p99: ms("nodejs_eventloop_lag_p99_seconds"), max: ms("nodejs_eventloop_lag_max_seconds") };
 }
 
 /** Charges the gateway made more than once for a customer (in the tables of whichever protocol GATEWAY uses). */
@@ -195,6 +222,30 @@ try {
     { metric: "answers 503 (database or pool unavailable)", value: unavailable },
     { metric: "wall time s", value: each((r) => fmt((r.end - r.start) / 1000)) },
   ]);
+  const percent = (name: string) => each((r) => fmt(r.cpu.percentOfACore[name] ?? 0, 0));
+  table(
+    `Where the time went in each round (ramped / burst / control); CPU: % of one core, of ${rounds.ramped.cpu.cores}`,
+    [
+      { metric: "app (one JavaScript thread) CPU %", value: percent("app") },
+      {
+        metric: "app event-loop delay p99 / max ms",
+        value: each((r) => `${fmt(r.loops.app.p99)}, ${fmt(r.loops.app.max)}`),
+      },
+      { metric: "load generator (SDK clients, this process) CPU %", value: percent(OWN) },
+      {
+        metric: "load generator event-loop delay p99 / max ms",
+        value: each((r) => `${fmt(r.loops.own.p99)}, ${fmt(r.loops.own.max)}`),
+      },
+      { metric: "MariaDB CPU %", value: percent("MariaDB") },
+      { metric: "gateway simulator CPU %", value: percent("gateway") },
+      {
+        metric: "the rest: kernel, other processes CPU %",
+        value: percent(REST),
+      },
+      { metric: "machine busy, % of all cores", value: each((r) => fmt(r.cpu.machineBusyPercent, 0)) },
+      { metric: "connections dropped, accept queue full", value: each((r) => r.cpu.listenOverflows) },
+    ],
+  );
   const perOperation = (n: number) => fmt(n / OPERATIONS, 2);
   table(
     `Prefer: wait (ramped over ${RAMP_MS} ms, attempt timeout ${WAIT_ROUND_TIMEOUT_MS} ms, so the SDK asks for ` +

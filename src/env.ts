@@ -126,11 +126,14 @@ const schema = z
     /**
      * Benchmarks only: POST /api/charges without the idempotency layer (no record, a new gateway key per
      * request, so every retry charges again), the baseline bench/overhead.ts measures the layer against.
+     * `floor`: the same plus one database round trip (SELECT 1) before the gateway call, the one round trip
+     * the protocol cannot do without (the claim must be durable before the gateway is called; the completion
+     * replaces the bare route's INSERT): what keyed requests could reach if the layer's own work cost nothing.
      */
     BENCHMARK_SKIP_IDEMPOTENCY: z
-      .enum(["0", "1"])
+      .enum(["0", "1", "floor"])
       .default("0")
-      .transform((v) => v === "1"),
+      .transform((v) => (v === "0" ? false : v === "1" ? ("off" as const) : ("floor" as const))),
     /**
      * Benchmarks only (bench/soak.ts): GET /api/diagnostics forces a full garbage collection and answers this
      * process's memory and event-loop delay. Off: 404.

@@ -42,3 +42,15 @@ for (const name of ["BENCHMARK_DIAGNOSTICS", "BENCHMARK_SKIP_IDEMPOTENCY"]) {
     assert.equal(accepted.status, 0, accepted.output);
   });
 }
+
+test("BENCHMARK_SKIP_IDEMPOTENCY=floor (the layer off plus one round trip) is refused the same way", () => {
+  const refused = parseEnv({ BENCHMARK_SKIP_IDEMPOTENCY: "floor" });
+  assert.notEqual(refused.status, 0, refused.output);
+  assert.match(refused.output, /BENCHMARK_SKIP_IDEMPOTENCY: is for benchmarks only/);
+  const accepted = parseEnv({
+    BENCHMARK_SKIP_IDEMPOTENCY: "floor",
+    DATABASE_URL: "mysql://root@127.0.0.1:3306/charges_bench",
+  });
+  assert.equal(accepted.status, 0, accepted.output);
+  assert.match(accepted.output, /"skip":"floor"/);
+});
