@@ -257,6 +257,8 @@ export type Interleaved = {
   slices: number[];
   /** CPU ms the measured process spent per request answered (when a pid was given). */
   cpuMsPerRequest?: number;
+  /** CPU ms MariaDB (every mariadbd) spent per request answered during this run's slices. */
+  databaseCpuMsPerRequest: number;
 };
 
 /**
@@ -273,13 +275,19 @@ export async function interleaved<K extends string>(
   for (const name of names) await load({ ...runs[name], duration: 2 });
   const slices = Object.fromEntries(names.map((n) => [n, [] as Load[]])) as Record<K, Load[]>;
   const cpu = Object.fromEntries(names.map((n) => [n, 0])) as Record<K, number>;
+  const databaseCpu = Object.fromEntries(names.map((n) => [n, 0])) as Record<K, number>;
+  // The database shares this machine's cores with the app: what a run makes it do slows the app down too.
+  const database = pidsNamed("mariadbd");
+  const databaseMs = () => database.reduce((n, pid) => n + cpuMs(pid), 0);
   for (let round = 0; round < rounds; round++) {
     const order = names.map((_, i) => names[(i + round) % names.length]!);
     for (const name of order) {
       const { pid, ...spec } = runs[name];
       const before = pid ? cpuMs(pid) : 0;
+      const databaseBefore = databaseMs();
       slices[name].push(await load({ ...spec, duration: seconds }));
       if (pid) cpu[name] += cpuMs(pid) - before;
+      databaseCpu[name] += databaseMs() - databaseBefore;
     }
   }
   const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -291,7 +299,8 @@ export async function interleaved<K extends string>(
       const answered = own.reduce((sum, l) => sum + l.total, 0);
       const cpuMsPerRequest = runs[n].pid && answered ? cpu[n] / answered : undefined;
       const [p50, p99] = [median(own.map((l) => l.p50)), median(own.map((l) => l.p99))];
-      return [n, { rps, p50, p99, failures, slices: own.map((l) => l.rps), cpuMsPerRequest }];
+      const databaseCpuMsPerRequest = answered ? databaseCpu[n] / answered : 0;
+      return [n, { rps, p50, p99, failures, slices: own.map((l) => l.rps), cpuMsPerRequest, databaseCpuMsPerRequest }];
     }),
   ) as Record<K, Interleaved>;
 }

@@ -27,6 +27,7 @@ try {
     "p99 ms": x.p99,
     failures: x.failures,
     "app CPU ms / request": fmt(x.cpuMsPerRequest ?? 0, 2),
+    "MariaDB CPU ms / request": fmt(x.databaseCpuMsPerRequest, 2),
     "req/s per slice": x.slices.map((s) => fmt(s, 0)).join(" "),
   });
   table("POST /api/charges, 20 connections, 6 slices of 3 s each, interleaved, tok_visa", [
@@ -40,6 +41,10 @@ try {
     "req/s": fmt(x.rps / y.rps, 2),
     target,
     "app CPU per request": fmt(x.cpuMsPerRequest! / y.cpuMsPerRequest!, 2),
+    "app + MariaDB CPU per request": fmt(
+      (x.cpuMsPerRequest! + x.databaseCpuMsPerRequest) / (y.cpuMsPerRequest! + y.databaseCpuMsPerRequest),
+      2,
+    ),
   });
   table("Ratios", [
     ratio("keyed / layer off", r.keyed, r.off, 0.9),

@@ -14,7 +14,11 @@
  * a second below its attempt timeout, so they use a 2.5 s timeout: wait=1):
  * the same ramped load without it and with it.
  *
- *   npm run bench:storm [-- --operations 1000] [-- --no-build]
+ * `--proxy` puts nginx in front of the app (bench/proxy.ts), as a deployment
+ * would: the clients' reconnections then end at the proxy, not at the app's
+ * accept queue (see "Where the time went", and bench/README.md).
+ *
+ *   npm run bench:storm [-- --operations 1000] [-- --proxy] [-- --no-build]
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -24,10 +28,16 @@ import { ChargesClient } from "~/client";
 import { chargesPerCustomer } from "~/gateway-sim/inspect";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
+import { slotPort } from "../scripts/lib/config";
 import { cpuShares, fmt, OWN, pidsNamed, REST, startBenchStack, table } from "./lib";
+import { startProxy } from "./proxy";
 
 const { values: args } = parseArgs({
-  options: { operations: { type: "string", default: "1000" }, "no-build": { type: "boolean", default: false } },
+  options: {
+    operations: { type: "string", default: "1000" },
+    proxy: { type: "boolean", default: false },
+    "no-build": { type: "boolean", default: false },
+  },
 });
 const OPERATIONS = Number(args.operations);
 const GATEWAY_DELAY_MS = 3_000;
@@ -41,11 +51,15 @@ type PoolUsage = { limit: number; recent: PoolSlot[] };
 
 const METRICS_TOKEN = randomBytes(24).toString("hex");
 const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN });
+const front = args.proxy ? await startProxy(stack.url, slotPort.app(11)) : undefined;
+/** Where the clients send their requests: the app, or the proxy in front of it. */
+const baseUrl = front?.url ?? stack.url;
 /** Whose CPU each round reports (cpuShares): the app, the gateway, the database; the load generator is this process. */
 const PROCESSES = {
   app: [stack.pid],
   gateway: stack.processes.filter((p) => p.name === "gateway").map((p) => p.pid),
   MariaDB: pidsNamed("mariadbd"),
+  ...(front ? { nginx: [front.pid] } : {}),
 };
 /** This process's own event-loop delay: the 409 latencies are timed here, so its lag is in them too. */
 const ownLoop = monitorEventLoopDelay({ resolution: 10 });
@@ -54,7 +68,7 @@ ownLoop.enable();
 let unresolved = 0;
 setTimeout(() => {
   console.error(`storm: ${unresolved} operations unresolved after ${WATCHDOG_MS} ms`);
-  void stack.stop().finally(() => process.exit(2));
+  void Promise.all([front?.stop(), stack.stop()]).finally(() => process.exit(2));
 }, WATCHDOG_MS).unref();
 
 type StormOptions = { attemptTimeoutMs?: number; preferWaitSeconds?: number };
@@ -83,7 +97,7 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
     return res;
   };
   const sdk = new ChargesClient({
-    baseUrl: stack.url,
+    baseUrl,
     apiKey: stack.apiKey,
     attemptTimeoutMs: opts.attemptTimeoutMs ?? CLIENT_TIMEOUT_MS,
     deadlineMs: 60_000,
@@ -167,7 +181,7 @@ const quantile = (sorted: number[], q: number) =>
  * this, a cold first round measured start-up (~1000 timeouts), not the storm.
  */
 async function warmUp() {
-  const sdk = new ChargesClient({ baseUrl: stack.url, apiKey: stack.apiKey });
+  const sdk = new ChargesClient({ baseUrl, apiKey: stack.apiKey });
   for (let batch = 0; batch < 5; batch++) {
     await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
@@ -208,7 +222,8 @@ try {
     (r: Round) =>
       r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, q) / per, digits) : "n/a";
   const title =
-    `Slow gateway storm (GATEWAY=${stack.gateway}): ${OPERATIONS} operations, gateway ${GATEWAY_DELAY_MS} ms, ` +
+    `Slow gateway storm (GATEWAY=${stack.gateway}${front ? ", behind nginx" : ""}): ${OPERATIONS} operations, ` +
+    `gateway ${GATEWAY_DELAY_MS} ms, ` +
     `client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`;
   table(title, [
     { metric: "operations answered 201", value: each((r) => r.results.filter((x) => x.ok).length) },
@@ -238,6 +253,7 @@ try {
       },
       { metric: "MariaDB CPU %", value: percent("MariaDB") },
       { metric: "gateway simulator CPU %", value: percent("gateway") },
+      ...(front ? [{ metric: "nginx CPU %", value: percent("nginx") }] : []),
       {
         metric: "the rest: kernel, other processes CPU %",
         value: percent(REST),
@@ -278,6 +294,7 @@ try {
   const poolFull = whole.maxActive >= whole.limit || whole.waited > 0;
   if (duplicates > 0 || unavailable > 0 || poolFull) process.exitCode = 1;
 } finally {
+  await front?.stop();
   await stack.stop();
 }
 process.exit(process.exitCode ?? 0);
