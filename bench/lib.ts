@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import { cpus } from "node:os";
 import autocannon from "autocannon";
 import type { GatewayKind } from "~/gateway-sim/inspect";
 import { gatewayEnv, slotDatabase, slotPort } from "../scripts/lib/config";
@@ -70,17 +71,13 @@ export async function startBenchStack(
   services.push(...apps);
   const app = apps[0]!;
   if (sweeper) services.push(startSweeper(env, { quiet: true }));
-  const withoutIdempotency = baseline
-    ? await startApp({ port: BENCH_PORTS.baseline, env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "1" }, quiet: true })
-    : undefined;
-  const roundTripFloor = baseline
-    ? await startApp({
-        port: BENCH_PORTS.roundTripFloor,
-        env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: "floor" },
-        quiet: true,
-      })
-    : undefined;
-  for (const extra of [withoutIdempotency, roundTripFloor]) if (extra) services.push(extra);
+  const withSwitch = async (port: number, value: "1" | "floor") => {
+    const service = await startApp({ port, env: { ...env, BENCHMARK_SKIP_IDEMPOTENCY: value }, quiet: true });
+    services.push(service);
+    return service;
+  };
+  const withoutIdempotency = baseline ? await withSwitch(BENCH_PORTS.baseline, "1") : undefined;
+  const roundTripFloor = baseline ? await withSwitch(BENCH_PORTS.roundTripFloor, "floor") : undefined;
   const { createApiClient } = await import("~/server/auth/apiClients");
   const { apiKey } = await createApiClient("bench");
   return {
@@ -132,30 +129,31 @@ export async function load({
 }
 
 /**
- * CPU time (user + system, ms) used so far by a process and its descendants,
+ * CPU time (user + system, ms) used so far by processes and their descendants,
  * from /proc: what a request costs the app itself, whatever else the machine runs.
  */
-export function cpuMs(pid: number): number {
-  const stats = processTree(pid);
+export function cpuMs(...pids: number[]): number {
+  const stats = processTree(...pids);
   return stats.reduce((n, s) => n + s.ticks, 0) * (1000 / CLOCK_TICKS);
 }
 const CLOCK_TICKS = 100;
 
-/** A process and its descendants (a `tsx` command is a wrapper around the node process that does the work). */
-export function processTree(pid: number): { pid: number; ticks: number }[] {
-  const stats = readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((d) => {
-      try {
-        const fields = readFileSync(`/proc/${d}/stat`, "utf8")
-          .replace(/^.*\) /, "")
-          .split(" ");
-        return [{ pid: Number(d), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }];
-      } catch {
-        return [];
-      }
-    });
-  const tree = new Set([pid]);
+/** The running processes' ids, as /proc lists them. */
+const runningPids = () => readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+
+/** Processes and their descendants (a `tsx` command is a wrapper around the node process that does the work). */
+export function processTree(...pids: number[]): { pid: number; ticks: number }[] {
+  const stats = runningPids().flatMap((d) => {
+    try {
+      const fields = readFileSync(`/proc/${d}/stat`, "utf8")
+        .replace(/^.*\) /, "")
+        .split(" ");
+      return [{ pid: Number(d), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) }];
+    } catch {
+      return [];
+    }
+  });
+  const tree = new Set(pids);
   for (let grew = true; grew; ) {
     grew = false;
     for (const s of stats) {
@@ -179,8 +177,7 @@ function machineCpuMs(): { busy: number; total: number } {
 
 /** The pids of every running process with this command name (`mariadbd`). */
 export function pidsNamed(name: string): number[] {
-  return readdirSync("/proc")
-    .filter((d) => /^\d+$/.test(d))
+  return runningPids()
     .filter((d) => {
       try {
         return readFileSync(`/proc/${d}/comm`, "utf8").trim() === name;
@@ -204,6 +201,9 @@ function listenOverflows(): number {
   return Number(values?.[names?.indexOf("ListenOverflows") ?? -1] ?? 0);
 }
 
+export const OWN = "load generator (this process)";
+export const REST = "everything else (kernel, other processes)";
+
 /**
  * Where the CPU went while `run` ran: each named process tree's share of one
  * core (100 = one core busy the whole time), this process's own, the rest of
@@ -214,9 +214,7 @@ function listenOverflows(): number {
 export async function cpuShares<T>(processes: Record<string, number[]>, run: () => Promise<T>) {
   const sample = () => ({
     own: process.cpuUsage(),
-    trees: Object.fromEntries(
-      Object.entries(processes).map(([name, pids]) => [name, pids.reduce((n, pid) => n + cpuMs(pid), 0)]),
-    ),
+    trees: Object.fromEntries(Object.entries(processes).map(([name, pids]) => [name, cpuMs(...pids)])),
     machine: machineCpuMs(),
     overflows: listenOverflows(),
     at: performance.now(),
@@ -233,19 +231,14 @@ export async function cpuShares<T>(processes: Record<string, number[]>, run: () 
   const busyMs = after.machine.busy - before.machine.busy;
   const accounted = Object.values(percentOfACore).reduce((n, p) => n + p, 0);
   percentOfACore[REST] = Math.max(0, (100 * busyMs) / wallMs - accounted);
-  const cores = readFileSync("/proc/stat", "utf8")
-    .split("\n")
-    .filter((l) => /^cpu\d/.test(l)).length;
   return {
     result,
     percentOfACore,
     machineBusyPercent: (100 * busyMs) / (after.machine.total - before.machine.total),
-    cores,
+    cores: cpus().length, // every CPU /proc/stat counts, as machineBusyPercent does
     listenOverflows: after.overflows - before.overflows,
   };
 }
-export const OWN = "load generator (this process)";
-export const REST = "everything else (kernel, other processes)";
 
 /** What one run of an interleaved comparison loads: a URL and its requests; `pid`: whose CPU to measure. */
 export type LoadSpec = { url: string; requests?: autocannon.Request[]; pid?: number };
@@ -278,7 +271,7 @@ export async function interleaved<K extends string>(
   const databaseCpu = Object.fromEntries(names.map((n) => [n, 0])) as Record<K, number>;
   // The database shares this machine's cores with the app: what a run makes it do slows the app down too.
   const database = pidsNamed("mariadbd");
-  const databaseMs = () => database.reduce((n, pid) => n + cpuMs(pid), 0);
+  const databaseMs = () => cpuMs(...database);
   for (let round = 0; round < rounds; round++) {
     const order = names.map((_, i) => names[(i + round) % names.length]!);
     for (const name of order) {
