@@ -14,6 +14,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { stopChild, waitForHttp } from "../scripts/lib/processes";
 
 const NGINX = "/usr/sbin/nginx";
 
@@ -65,23 +66,13 @@ export async function startProxy(upstreamUrl: string, port: number) {
   writeFileSync(file, config(dir, port, new URL(upstreamUrl)));
   const child = spawn(NGINX, ["-c", file, "-p", dir], { stdio: ["ignore", "ignore", "inherit"] });
   const url = `http://127.0.0.1:${port}`;
-  for (let tries = 0; ; tries++) {
-    if (child.exitCode !== null) throw new Error(`nginx exited with code ${child.exitCode} (config: ${file})`);
-    const up = await fetch(`${url}/api/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (tries > 100) throw new Error("nginx did not answer within 10 s");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  // Through the proxy to the app: nginx answers 502 until it can reach it.
+  await waitForHttp(`${url}/api/health`, 10_000, child);
   return {
     url,
     pid: child.pid!,
     stop: async () => {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
+      await stopChild(child);
       rmSync(dir, { recursive: true, force: true });
     },
   };
