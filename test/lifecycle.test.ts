@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
-import { db } from "~/server/db";
+import { database, db, isDuplicateKeyError } from "~/server/db";
+import { claimReadStatement, claimStatement } from "~/server/idempotency/lifecycle";
 import {
   keyToBytes,
   runIdempotent,
@@ -172,5 +173,36 @@ describe("fencing tokens", () => {
     const outcome = await runIdempotent(claim, slowWork);
     assert.equal(outcome.kind, "in_progress", "the record is held by the winner's attempt");
     assert.equal(runs, 0);
+  });
+});
+
+describe("the claim's read, sent with its INSERT", () => {
+  // Driver-level, the way records.claim sends them (insertThenRead): the two statements in one write, in order.
+  async function claimAndRead(key: string) {
+    const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: "c".repeat(64) };
+    const insert = claimStatement(claim, records.timing);
+    const read = claimReadStatement(key, ROUTE);
+    const connection = await database.pool.getConnection();
+    try {
+      const [inserted, rows] = await Promise.allSettled([
+        connection.query(insert.sql, insert.values),
+        connection.query(read.sql, read.values),
+      ]);
+      return { inserted, rows: rows.status === "fulfilled" ? (rows.value as { id: bigint }[]) : rows.reason };
+    } finally {
+      await connection.release();
+    }
+  }
+
+  test("a fresh claim reads nothing back; a claim that lost to the unique index reads the winner", async () => {
+    const key = uniqueKey("claim-read");
+    const fresh = await claimAndRead(key);
+    assert.equal(fresh.inserted.status, "fulfilled");
+    assert.deepEqual(fresh.rows, [], "the INSERT changed a row, so the read returns none");
+    const lost = await claimAndRead(key);
+    assert.equal(lost.inserted.status, "rejected");
+    assert.ok(isDuplicateKeyError(lost.inserted.status === "rejected" && lost.inserted.reason));
+    assert.equal(lost.rows.length, 1, "the INSERT failed, so the read returns the record that holds the key");
+    assert.equal(String(lost.rows[0].id), String((await recordOf(key, ROUTE))!.id));
   });
 });

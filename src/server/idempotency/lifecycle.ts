@@ -303,6 +303,19 @@ export function byKeyStatement(idempotencyKey: string, route: string): Statement
   };
 }
 
+/**
+ * The claim's read, sent in the same socket write as its INSERT (records.claim):
+ * the record that holds the key, read only if the INSERT changed no row.
+ * ROW_COUNT() is the INSERT's, the statement before it on the connection, so a
+ * fresh claim, the common case, reads nothing back (its row would cost both
+ * sides the parsing of a 1.8 kB result), and a claim that lost to the unique
+ * index gets its answer without a second round trip.
+ */
+export function claimReadStatement(idempotencyKey: string, route: string): Statement {
+  const read = byKeyStatement(idempotencyKey, route);
+  return { ...read, sql: `${read.sql} AND ROW_COUNT() < 1` };
+}
+
 /** The columns of a record as raw SQL selects them, named as Prisma names them (so decodeRecord reads both). */
 const COLUMNS = [
   ["id", "id"],

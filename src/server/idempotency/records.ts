@@ -20,6 +20,7 @@ import {
 } from "~/server/db";
 import {
   byKeyStatement,
+  claimReadStatement,
   claimStatement,
   completeStatement,
   decodeRecord,
@@ -85,7 +86,7 @@ export async function claim(
 ): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null }> {
   const insert = claimStatement(claim, timing);
   if (claim.idempotencyKey === null) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
-  const result = await insertThenRead<RecordRow>(insert, byKeyStatement(claim.idempotencyKey, claim.route));
+  const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
   if ("insertId" in result) return { claimed: heldClaim(claim, result.insertId, now) };
   if (!isDuplicateKeyError(result.insertError)) throw result.insertError;
   return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
