@@ -20,8 +20,8 @@ export const BENCH_PORTS = {
   app: slotPort.app(15),
   floor: slotPort.app(16),
   baseline: slotPort.app(17),
-  /** bench/overhead.ts: the layer off plus one round trip (BENCHMARK_SKIP_IDEMPOTENCY=floor). */
-  roundTripFloor: slotPort.app(14),
+  /** bench/overhead.ts: the layer off plus a bare claim and completion (BENCHMARK_SKIP_IDEMPOTENCY=floor). */
+  protocolFloor: slotPort.app(14),
   gateway: slotPort.gateway(15),
   /** bench/soak.ts: its own two app instances and gateway, so that it can run beside the other benchmarks. */
   soakApps: [slotPort.app(18), slotPort.app(19)],
@@ -77,7 +77,7 @@ export async function startBenchStack(
     return service;
   };
   const withoutIdempotency = baseline ? await withSwitch(BENCH_PORTS.baseline, "1") : undefined;
-  const roundTripFloor = baseline ? await withSwitch(BENCH_PORTS.roundTripFloor, "floor") : undefined;
+  const protocolFloor = baseline ? await withSwitch(BENCH_PORTS.protocolFloor, "floor") : undefined;
   const { createApiClient } = await import("~/server/auth/apiClients");
   const { apiKey } = await createApiClient("bench");
   return {
@@ -88,8 +88,8 @@ export async function startBenchStack(
     processes: services.map((s) => ({ name: s.name, pid: s.child.pid! })),
     baselineUrl: withoutIdempotency?.url,
     baselinePid: withoutIdempotency?.child.pid,
-    floorUrl: roundTripFloor?.url,
-    floorPid: roundTripFloor?.child.pid,
+    floorUrl: protocolFloor?.url,
+    floorPid: protocolFloor?.child.pid,
     apiKey,
     databaseUrl,
     gatewayDatabaseUrl,
@@ -262,10 +262,13 @@ export type Interleaved = {
  */
 export async function interleaved<K extends string>(
   runs: Record<K, LoadSpec>,
-  { rounds = 6, seconds = 3 } = {},
+  { rounds = 6, seconds = 3, warmupSeconds = 8 } = {},
 ): Promise<Record<K, Interleaved>> {
   const names = Object.keys(runs) as K[];
-  for (const name of names) await load({ ...runs[name], duration: 2 });
+  // Long enough for the JIT, Next.js's lazily loaded route code and the pool's connections: with 2 s, every
+  // run's slices still rose through all six rounds (2026-12-04, e.g. 306 to 651 req/s), which skews the ratios
+  // towards whichever run happened to warm up faster.
+  for (const name of names) await load({ ...runs[name], duration: warmupSeconds });
   const slices = Object.fromEntries(names.map((n) => [n, [] as Load[]])) as Record<K, Load[]>;
   const cpu = Object.fromEntries(names.map((n) => [n, 0])) as Record<K, number>;
   const databaseCpu = Object.fromEntries(names.map((n) => [n, 0])) as Record<K, number>;

@@ -126,9 +126,9 @@ const schema = z
     /**
      * Benchmarks only: POST /api/charges without the idempotency layer (no record, a new gateway key per
      * request, so every retry charges again), the baseline bench/overhead.ts measures the layer against.
-     * `floor`: the same plus one database round trip (SELECT 1) before the gateway call, the one round trip
-     * the protocol cannot do without (the claim must be durable before the gateway is called; the completion
-     * replaces the bare route's INSERT): what keyed requests could reach if the layer's own work cost nothing.
+     * `floor`: the same plus the least any insert-first layer must do, and nothing of this one's: a claim INSERT
+     * under a unique index (its own bare table) before the gateway call, and an UPDATE of that row in the
+     * charge's transaction: what keyed requests could reach if the layer's own work cost nothing.
      */
     BENCHMARK_SKIP_IDEMPOTENCY: z
       .enum(["0", "1", "floor"])
