@@ -18,7 +18,7 @@ import { stopChild, waitForHttp } from "../scripts/lib/processes";
 
 const NGINX = "/usr/sbin/nginx";
 
-function config(dir: string, port: number, upstream: URL): string {
+function config(dir: string, port: number, upstreams: URL[]): string {
   return `
 worker_processes 1;
 daemon off;
@@ -33,7 +33,7 @@ http {
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
   upstream app {
-    server ${upstream.host};
+    ${upstreams.map((u) => `server ${u.host};`).join("\n    ")}
     # Connections to the app stay open between requests: the app sees no reconnection storm.
     keepalive 1024;
     keepalive_requests 100000;
@@ -56,14 +56,24 @@ http {
 `;
 }
 
-/** nginx on `port`, forwarding to the app at `upstreamUrl`, answering once the app answers through it. */
-export async function startProxy(upstreamUrl: string, port: number) {
+/**
+ * nginx on `port`, forwarding to the app instances at `upstreamUrls` (round robin), answering once the app answers
+ * through it.
+ */
+export async function startProxy(upstreamUrls: string[], port: number) {
   if (spawnSync(NGINX, ["-v"]).status !== 0) {
     throw new Error(`--proxy needs nginx at ${NGINX}: apt-get install -y --no-install-recommends nginx-light`);
   }
   const dir = mkdtempSync(join(tmpdir(), "charges-bench-nginx-"));
   const file = join(dir, "nginx.conf");
-  writeFileSync(file, config(dir, port, new URL(upstreamUrl)));
+  writeFileSync(
+    file,
+    config(
+      dir,
+      port,
+      upstreamUrls.map((u) => new URL(u)),
+    ),
+  );
   const child = spawn(NGINX, ["-c", file, "-p", dir], { stdio: ["ignore", "ignore", "inherit"] });
   const url = `http://127.0.0.1:${port}`;
   // Through the proxy to the app: nginx answers 502 until it can reach it.

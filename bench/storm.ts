@@ -16,9 +16,11 @@
  *
  * `--proxy` puts nginx in front of the app (bench/proxy.ts), as a deployment
  * would: the clients' reconnections then end at the proxy, not at the app's
- * accept queue (see "Where the time went", and bench/README.md).
+ * accept queue (see "Where the time went", and bench/README.md). With it,
+ * `--instances N` runs N instances of the app behind it (round robin), each
+ * with its own pool: the pool figures are then the busiest instance's.
  *
- *   npm run bench:storm [-- --operations 1000] [-- --proxy] [-- --no-build]
+ *   npm run bench:storm [-- --operations 1000] [-- --proxy [--instances 2]] [-- --no-build]
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -29,13 +31,14 @@ import { chargesPerCustomer } from "~/gateway-sim/inspect";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { slotPort } from "../scripts/lib/config";
-import { cpuShares, fmt, OWN, pidsNamed, REST, startBenchStack, table } from "./lib";
+import { BENCH_PORTS, cpuShares, fmt, OWN, pidsNamed, REST, startBenchStack, table } from "./lib";
 import { startProxy } from "./proxy";
 
 const { values: args } = parseArgs({
   options: {
     operations: { type: "string", default: "1000" },
     proxy: { type: "boolean", default: false },
+    instances: { type: "string", default: "1" },
     "no-build": { type: "boolean", default: false },
   },
 });
@@ -49,14 +52,20 @@ const WATCHDOG_MS = 240_000;
 
 type PoolUsage = { limit: number; recent: PoolSlot[] };
 
+const INSTANCES = Number(args.instances);
+if (!(INSTANCES >= 1 && INSTANCES <= 3) || (INSTANCES > 1 && !args.proxy)) {
+  throw new Error("--instances takes 1 to 3, and more than 1 needs --proxy (the clients need one address)");
+}
 const METRICS_TOKEN = randomBytes(24).toString("hex");
-const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN });
-const front = args.proxy ? await startProxy(stack.url, slotPort.app(11)) : undefined;
+const appPorts = [BENCH_PORTS.app, BENCH_PORTS.baseline, BENCH_PORTS.protocolFloor].slice(0, INSTANCES);
+const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN }, { appPorts });
+const appUrls = stack.apps.map((a) => a.url);
+const front = args.proxy ? await startProxy(appUrls, slotPort.app(11)) : undefined;
 /** Where the clients send their requests: the app, or the proxy in front of it. */
 const baseUrl = front?.url ?? stack.url;
 /** Whose CPU each round reports (cpuShares): the app, the gateway, the database; the load generator is this process. */
 const PROCESSES = {
-  app: [stack.pid],
+  app: stack.apps.map((a) => a.pid),
   gateway: stack.processes.filter((p) => p.name === "gateway").map((p) => p.pid),
   MariaDB: pidsNamed("mariadbd"),
   ...(front ? { nginx: [front.pid] } : {}),
@@ -125,11 +134,11 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
   // Read now: the app keeps only its last 30 s. Every gateway call was made
   // after `start` and answers GATEWAY_DELAY_MS later, so until then every
   // call made is pending.
-  const record = await poolRecord();
+  const records = await poolRecords();
   const pool = {
-    pending: poolUse(record, start, start + GATEWAY_DELAY_MS),
-    answered: poolUse(record, start + GATEWAY_DELAY_MS, end + 100),
-    whole: poolUse(record, start, end + 100),
+    pending: poolUse(records, start, start + GATEWAY_DELAY_MS),
+    answered: poolUse(records, start + GATEWAY_DELAY_MS, end + 100),
+    whole: poolUse(records, start, end + 100),
   };
   const sorted = conflictLatencies.sort((a, b) => a - b);
   const counts = { serviceUnavailable, timedOut, attempts, conflicts, waitsApplied };
@@ -137,14 +146,20 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
 }
 
 /**
- * The app's event-loop delay (p99 and max, ms) since the last call: prom-client's
+ * The app's event-loop delay (p99 and max, ms; the worst instance's) since the last call: prom-client's
  * default metrics start their histogram afresh at every scrape of /api/metrics.
  */
 async function appLoopDelay() {
-  const res = await fetch(`${stack.url}/api/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-  const text = await res.text();
-  const ms = (name: string) => 1000 * Number(new RegExp(`^charges_${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
-  return { p99: ms("nodejs_eventloop_lag_p99_seconds"), max: ms("nodejs_eventloop_lag_max_seconds") };
+  const delays = await Promise.all(
+    appUrls.map(async (url) => {
+      const res = await fetch(`${url}/api/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      const text = await res.text();
+      const ms = (name: string) =>
+        1000 * Number(new RegExp(`^charges_${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+      return { p99: ms("nodejs_eventloop_lag_p99_seconds"), max: ms("nodejs_eventloop_lag_max_seconds") };
+    }),
+  );
+  return { p99: Math.max(...delays.map((d) => d.p99)), max: Math.max(...delays.map((d) => d.max)) };
 }
 
 /** Charges the gateway made more than once for a customer (in the tables of whichever protocol GATEWAY uses). */
@@ -155,17 +170,19 @@ async function duplicateCharges(tag: string) {
   return perCustomer.reduce((sum, n) => sum + n - 1, 0);
 }
 
-/** The app's own record of its pool, per 100 ms: exact, where a sampled gauge would miss bursts. */
-async function poolRecord(): Promise<PoolUsage> {
-  return ((await (await fetch(`${stack.url}/api/health`)).json()) as { pool: PoolUsage }).pool;
+/** Each instance's own record of its pool, per 100 ms: exact, where a sampled gauge would miss bursts. */
+async function poolRecords(): Promise<PoolUsage[]> {
+  return Promise.all(
+    appUrls.map(async (url) => ((await (await fetch(`${url}/api/health`)).json()) as { pool: PoolUsage }).pool),
+  );
 }
 
-/** Pool use over [from, to) of one record. */
-function poolUse(pool: PoolUsage, from: number, to: number) {
-  const slots = slotsBetween(pool.recent, from, to);
+/** Pool use over [from, to): the busiest instance's most in use, and every instance's connections and waits. */
+function poolUse(pools: PoolUsage[], from: number, to: number) {
+  const slots = pools.flatMap((pool) => slotsBetween(pool.recent, from, to));
   const acquired = slots.reduce((n, s) => n + s.acquired, 0);
   return {
-    limit: pool.limit,
+    limit: pools[0]!.limit,
     maxActive: Math.max(0, ...slots.map((s) => s.maxActive)),
     acquired,
     meanHeldMs: acquired ? slots.reduce((n, s) => n + s.heldMs, 0) / acquired : 0,
@@ -222,7 +239,8 @@ try {
     (r: Round) =>
       r.conflictLatencies.length ? fmt(quantile(r.conflictLatencies, q) / per, digits) : "n/a";
   const title =
-    `Slow gateway storm (GATEWAY=${stack.gateway}${front ? ", behind nginx" : ""}): ${OPERATIONS} operations, ` +
+    `Slow gateway storm (GATEWAY=${stack.gateway}${front ? `, ${INSTANCES} instance(s) behind nginx` : ""}): ` +
+    `${OPERATIONS} operations, ` +
     `gateway ${GATEWAY_DELAY_MS} ms, ` +
     `client timeout ${CLIENT_TIMEOUT_MS} ms (ramped over ${RAMP_MS} ms / burst / control on a fast gateway)`;
   table(title, [
@@ -241,7 +259,10 @@ try {
   table(
     `Where the time went in each round (ramped / burst / control); CPU: % of one core, of ${rounds.ramped.cpu.cores}`,
     [
-      { metric: "app (one JavaScript thread) CPU %", value: percent("app") },
+      {
+        metric: `app (one JavaScript thread${INSTANCES > 1 ? " each, all instances" : ""}) CPU %`,
+        value: percent("app"),
+      },
       {
         metric: "app event-loop delay p99 / max ms",
         value: each((r) => `${fmt(r.loops.app.p99)}, ${fmt(r.loops.app.max)}`),
@@ -279,7 +300,7 @@ try {
       };
     }),
   );
-  table(`DB pool (limit ${rounds.ramped.pool.whole.limit}), from the app's per-100 ms record`, [
+  table(`DB pool (limit ${rounds.ramped.pool.whole.limit} per instance), from each instance's per-100 ms record`, [
     { phase: "ramped: gateway calls pending (first 3 s)", ...poolRow(rounds.ramped.pool.pending) },
     { phase: "ramped: calls answered, charges recorded", ...poolRow(rounds.ramped.pool.answered) },
     { phase: "burst: gateway calls pending (first 3 s)", ...poolRow(rounds.burst.pool.pending) },
