@@ -43,7 +43,7 @@ for (const name of ["BENCHMARK_DIAGNOSTICS", "BENCHMARK_SKIP_IDEMPOTENCY"]) {
   });
 }
 
-test("BENCHMARK_SKIP_IDEMPOTENCY=floor (the layer off plus a bare claim and completion) is refused the same way", () => {
+test("BENCHMARK_SKIP_IDEMPOTENCY=floor (the layer off plus a bare claim and its completion) is refused alike", () => {
   const refused = parseEnv({ BENCHMARK_SKIP_IDEMPOTENCY: "floor" });
   assert.notEqual(refused.status, 0, refused.output);
   assert.match(refused.output, /BENCHMARK_SKIP_IDEMPOTENCY: is for benchmarks only/);

@@ -41,7 +41,7 @@ export async function chargeWithoutIdempotency(apiClientId: number, input: Creat
   return response;
 }
 
-/** The floor's own table, made on first use (only ever in a benchmark database: env.ts refuses the switch elsewhere). */
+/** The floor's own table, made on first use (only in a benchmark database: env.ts refuses the switch elsewhere). */
 let floorTable: Promise<number> | undefined;
 
 async function claimFloor(): Promise<string> {
