@@ -71,6 +71,7 @@ try {
     await runSweep({ reapAfterMs: 0, reconcile: false });
   }
   const { verifyRun } = await import("./lib/faults/verify");
+  const { describeCounts } = await import("~/server/ledger/reconcile");
   const verdict = await verifyRun(result.observations, since);
 
   const byStatus: Record<string, number> = {};
@@ -87,8 +88,7 @@ try {
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
   console.log(
-    `ledger: gateway charges ${verdict.report.gatewayCharges}, app charges ${verdict.report.appCharges}, ` +
-      `repaired by the closing reconciliation ${verdict.report.repaired}`,
+    `ledger: ${describeCounts(verdict.report)}, repaired by the closing reconciliation ${verdict.report.repaired}`,
   );
   console.log(`violations: ${verdict.violations.length}`);
   for (const v of verdict.violations.slice(0, 50)) console.log(`  ${v}`);

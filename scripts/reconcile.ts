@@ -30,12 +30,12 @@ if (!values.since) {
 const since = parseTime(values.since, "since");
 const until = values.until ? parseTime(values.until, "until") : new Date();
 
-const { reconcileLedger } = await import("~/server/ledger/reconcile");
+const { describeCounts, reconcileLedger } = await import("~/server/ledger/reconcile");
 const { disconnectDatabase } = await import("~/server/db");
 const result = await reconcileLedger({ since, until });
 console.log(
-  `reconciled ${since.toISOString()} .. ${until.toISOString()}: gateway charges ${result.gatewayCharges}, ` +
-    `app charges ${result.appCharges}, repaired ${result.repaired}, ` +
+  `reconciled ${since.toISOString()} .. ${until.toISOString()}: ${describeCounts(result)}, ` +
+    `repaired ${result.repaired}, ` +
     `mismatches ${result.findings.length} (run ${result.runId})`,
 );
 for (const f of result.findings) console.log(`  ${f.kind} ${f.subject}: ${JSON.stringify(f.evidence)}`);

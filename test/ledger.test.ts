@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { gateway } from "~/server/gateway";
-import { reconcileLedger } from "~/server/ledger/reconcile";
+import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import {
@@ -62,6 +62,45 @@ describe("ledger reconciliation", () => {
     assert.equal((await localCharges(body.customer_id)).length, 1);
     const retry = await postCharge({ apiKey, key, body });
     assert.equal(retry.status, 201, "the client's retry gets the real answer");
+  });
+
+  test("app charges missing from the gateway's list of the window are counted by why, and not reported", async () => {
+    // A charge made through the API, then moved into a window that starts after its gateway charge was made
+    // (a whole second later: Stripe's `created` is whole seconds).
+    const body = chargeBody();
+    await postCharge({ apiKey, key: uniqueKey(), body });
+    const [older] = await localCharges(body.customer_id);
+    await sleep(1_100);
+    const start = new Date();
+    await db.charge.update({ where: { id: older!.id }, data: { createdAt: new Date(start.getTime() + 1) } });
+    // A decline the gateway kept nothing of (Stripe refuses a payment method it does not know without an object).
+    const declined = await db.charge.create({
+      data: {
+        id: `ch_unlisted_${Date.now()}`,
+        apiClientId: clientId,
+        customerId: "cus_ledger_unlisted",
+        amountCents: 500,
+        currency: "usd",
+        status: "failed",
+        failureCode: "card_declined",
+        gatewayChargeId: "",
+        gatewayIdempotencyKey: `gk_unlisted_${uniqueKey()}`,
+      },
+    });
+    try {
+      // A lookup by key that lags (Stripe's search) proves nothing until its window has passed.
+      if (env.GATEWAY === "stripe") await sleep(env.STRIPE_SEARCH_CONSISTENCY_MS);
+      const result = await reconcile(start);
+      assert.deepEqual(result.findings, [], show(result));
+      assert.deepEqual(result.unlisted, { declined: 1, olderThanWindow: 1 }, show(result));
+      assert.match(
+        describeCounts(result),
+        /not in the gateway's list of the window: 1 declined with nothing kept at the gateway, 1 charged at the/,
+      );
+    } finally {
+      await db.charge.delete({ where: { id: declined.id } });
+      await db.charge.update({ where: { id: older!.id }, data: { createdAt: older!.createdAt } });
+    }
   });
 
   test("finds every kind of mismatch, stores it with its evidence, and resolves it once it is put right", async () => {

@@ -9,13 +9,14 @@
  */
 import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { answersWithoutTheirCharge, recordsInProgress } from "~/server/idempotency";
-import { reconcileLedger, type Finding } from "./reconcile";
+import { describeCounts, reconcileLedger, type Finding, type UnlistedAppCharges } from "./reconcile";
 
 export type InvariantReport = {
   findings: Finding[];
   repaired: number;
   gatewayCharges: number;
   appCharges: number;
+  unlisted: UnlistedAppCharges;
   /** Complete 201 records (ids) whose body names no charge of theirs. */
   answersWithoutCharge: string[];
   /** Records still in progress (ids). */
@@ -38,6 +39,7 @@ export async function checkLedgerInvariants({
     repaired: reconciliation.repaired,
     gatewayCharges: reconciliation.gatewayCharges,
     appCharges: reconciliation.appCharges,
+    unlisted: reconciliation.unlisted,
     answersWithoutCharge: answersWithoutCharge.map(String),
     inProgress: inProgress.map(String),
   };
@@ -49,7 +51,7 @@ export async function checkLedgerInvariants({
 
 export function describeReport(report: InvariantReport): string {
   const lines = [
-    `gateway charges ${report.gatewayCharges}, app charges ${report.appCharges}, repaired ${report.repaired}`,
+    `${describeCounts(report)}, repaired ${report.repaired}`,
     `mismatches ${report.findings.length}, stored 201s without their charge ${report.answersWithoutCharge.length}, ` +
       `left in progress ${report.inProgress.length}`,
   ];
