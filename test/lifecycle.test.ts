@@ -178,12 +178,13 @@ describe("fencing tokens", () => {
 
 describe("the claim's read, sent with its INSERT", () => {
   // Driver-level, the way records.claim sends them (insertThenRead): the two statements in one write, in order.
-  async function claimAndRead(key: string) {
+  async function claimAndRead(key: string, before?: { sql: string; values: unknown[] }) {
     const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: "c".repeat(64) };
     const insert = claimStatement(claim, records.timing);
     const read = claimReadStatement(key, ROUTE);
     const connection = await database.pool.getConnection();
     try {
+      if (before) await connection.query(before.sql, before.values);
       const [inserted, rows] = await Promise.allSettled([
         connection.query(insert.sql, insert.values),
         connection.query(read.sql, read.values),
@@ -203,7 +204,16 @@ describe("the claim's read, sent with its INSERT", () => {
     assert.equal(lost.inserted.status, "rejected");
     assert.ok(isDuplicateKeyError(lost.inserted.status === "rejected" && lost.inserted.reason));
     assert.equal(lost.rows.length, 1, "the INSERT failed, so the read returns the record that holds the key");
-    assert.equal(String(lost.rows[0].id), String((await recordOf(key, ROUTE))!.id));
+    const winner = (await recordOf(key, ROUTE))!;
+    assert.equal(String(lost.rows[0].id), String(winner.id));
+    // A row count left on the connection by its last statement (1 row changed) is not what the read sees.
+    const touch = {
+      sql: "UPDATE idempotent_requests SET updated_at = UTC_TIMESTAMP(6) WHERE id = ?",
+      values: [winner.id],
+    };
+    const again = await claimAndRead(key, touch);
+    assert.equal(again.inserted.status, "rejected");
+    assert.equal(again.rows.length, 1, "the failed INSERT's count (-1), not the UPDATE's (1), guards the read");
   });
 });
 
