@@ -3,7 +3,7 @@ import { addLogContext } from "~/server/observability/context";
 import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
-import { isKeylessAdmitted, keylessAdmitted } from "~/server/rollout/mode";
+import { keylessAdmitted } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
 import { createChargeSchema, fieldErrors, fieldsToShow } from "./schema";
 import { chargeWithoutIdempotency } from "./withoutIdempotency";
@@ -55,15 +55,13 @@ export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
     countKeyedRequest(args.apiClientId);
     return charge(args, key.key);
   }
-  // Refused when the header is required, globally or for this client: a valid request learns it from its claim's
-  // INSERT (see charge), an invalid one, which claims nothing, by a read, since the header's error comes before the
-  // body's (as for a malformed key). Counted either way.
+  // Refused when the header is required, globally or for this client (the claim's INSERT decides: see charge);
+  // counted either way.
   const outcome = await charge(args, null);
-  const refused =
-    outcome.kind === "idempotency_key_required" ||
-    (outcome.kind === "invalid_request" && !(await isKeylessAdmitted(args.apiClientId)));
-  if (!RECORDED.includes(outcome.kind)) await countKeylessRequest(args.apiClientId, { refused });
-  return refused ? { kind: "idempotency_key_required" } : outcome;
+  if (!RECORDED.includes(outcome.kind)) {
+    await countKeylessRequest(args.apiClientId, { refused: outcome.kind === "idempotency_key_required" });
+  }
+  return outcome;
 }
 
 async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<ChargeOutcome> {

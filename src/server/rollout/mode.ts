@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { recordAudit, type AuditContext } from "~/server/audit/audit";
-import { db, queryRows, type Statement } from "~/server/db";
+import { db, type Statement } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 
 /**
@@ -38,13 +38,6 @@ export function keylessAdmitted(apiClientId: number): Statement {
           AND NOT EXISTS (SELECT 1 FROM api_clients WHERE id = ? AND key_required_since IS NOT NULL)`,
     values: [SETTING, apiClientId],
   };
-}
-
-/** keylessAdmitted read on its own, for a keyless request that makes no claim (an invalid one). */
-export async function isKeylessAdmitted(apiClientId: number): Promise<boolean> {
-  const { sql, values } = keylessAdmitted(apiClientId);
-  const [row] = await queryRows<{ admitted: number | bigint }>({ sql: `SELECT ${sql} AS admitted`, values });
-  return Number(row?.admitted) === 1;
 }
 
 /** Every switch says why: the reason is kept in the audit log. */
