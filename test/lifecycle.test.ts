@@ -216,30 +216,3 @@ describe("the claim's read, sent with its INSERT", () => {
     assert.equal(again.rows.length, 1, "the failed INSERT's count (-1), not the UPDATE's (1), guards the read");
   });
 });
-
-describe("a claim made under a condition (admitIf)", () => {
-  test("a false condition claims nothing, stores nothing and runs no work; a true one claims as usual", async () => {
-    for (const key of [null, uniqueKey("admit")]) {
-      let runs = 0;
-      const work = async () => {
-        runs += 1;
-        return DONE;
-      };
-      const claim = (holds: boolean) => ({
-        idempotencyKey: key,
-        route: ROUTE,
-        apiClientId: clientId,
-        requestHash: "d".repeat(64),
-        admitIf: { sql: "? = 1", values: [holds ? 1 : 0] },
-      });
-      const stored = () => db.idempotentRequest.count({ where: { route: ROUTE } });
-      const before = await stored();
-      assert.equal((await runIdempotent(claim(false), work)).kind, "not_admitted", `key ${key}`);
-      assert.equal(runs, 0, "no work");
-      assert.equal(await stored(), before, "nothing stored");
-      assert.equal((await runIdempotent(claim(true), work)).kind, "fresh", `key ${key}`);
-      assert.equal(runs, 1);
-      assert.equal(await stored(), before + 1);
-    }
-  });
-});

@@ -3,7 +3,7 @@ import { addLogContext } from "~/server/observability/context";
 import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
-import { keylessAdmitted } from "~/server/rollout/mode";
+import { modeForKeylessRequest } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
 import { createChargeSchema, fieldErrors, fieldsToShow } from "./schema";
 import { chargeWithoutIdempotency } from "./withoutIdempotency";
@@ -55,12 +55,10 @@ export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
     countKeyedRequest(args.apiClientId);
     return charge(args, key.key);
   }
-  // Refused when the header is required, globally or for this client (the claim's INSERT decides: see charge);
-  // counted either way.
-  const outcome = await charge(args, null);
-  if (!RECORDED.includes(outcome.kind)) {
-    await countKeylessRequest(args.apiClientId, { refused: outcome.kind === "idempotency_key_required" });
-  }
+  // Refused when the header is required, globally or for this client; counted either way.
+  const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
+  const outcome: ChargeOutcome = refused ? { kind: "idempotency_key_required" } : await charge(args, null);
+  if (!RECORDED.includes(outcome.kind)) await countKeylessRequest(args.apiClientId, { refused });
   return outcome;
 }
 
@@ -88,8 +86,6 @@ async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<
     // For the dashboard: what was asked, as sent, never the card token.
     customerId: parsed.data.customer_id,
     fields: fieldsToShow(args.body as Record<string, unknown>),
-    // Keyless: refused, with nothing stored, while the header is required (globally or for this client).
-    admitIf: idempotencyKey === null ? keylessAdmitted(args.apiClientId) : undefined,
   };
   const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
     waitMs: (args.waitSeconds ?? 0) * 1000,
@@ -105,8 +101,6 @@ async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<
       return { kind: "in_progress", since: outcome.since, waited };
     case "key_reused":
       return { kind: "key_reused" };
-    case "not_admitted":
-      return { kind: "idempotency_key_required" };
     case "unknown_outcome":
       // With a key the client retries under it; without one a retry is a second charge, so it gets a handle.
       return claim.idempotencyKey === null

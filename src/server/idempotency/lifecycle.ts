@@ -168,10 +168,7 @@ const DB_NOW = "UTC_TIMESTAMP(6)";
 const dbLater = "DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)";
 const micros = (ms: number) => Math.round(ms * 1000);
 
-/**
- * The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. With
- * `admitIf`, an INSERT ... SELECT that inserts nothing unless the condition holds (insert id 0: not admitted).
- */
+/** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
 export function claimStatement(
   claim: {
     idempotencyKey: string | null;
@@ -180,16 +177,14 @@ export function claimStatement(
     requestHash: string;
     customerId?: string | null;
     fields?: Record<string, unknown> | null;
-    admitIf?: Statement;
   },
   { leaseMs, ttlMs }: Timing,
 ): Statement {
-  const row = `?, ?, ?, ?, ?, ?, 'in_progress', 1, ${dbLater}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${dbLater}`;
   return {
     sql: `INSERT INTO idempotent_requests
             (idempotency_key, route, api_client_id, customer_id, request_hash, request_fields, state, attempt,
              lease_expires_at, last_attempt_at, created_at, updated_at, expires_at)
-          ${claim.admitIf ? `SELECT ${row} FROM DUAL WHERE ${claim.admitIf.sql}` : `VALUES (${row})`}`,
+          VALUES (?, ?, ?, ?, ?, ?, 'in_progress', 1, ${dbLater}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${dbLater})`,
     values: [
       claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
       claim.route,
@@ -199,7 +194,6 @@ export function claimStatement(
       claim.fields ? JSON.stringify(claim.fields) : null,
       micros(leaseMs),
       micros(ttlMs),
-      ...(claim.admitIf?.values ?? []),
     ],
   };
 }

@@ -83,20 +83,13 @@ const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
 export async function claim(
   claim: ClaimInput,
   now: Date,
-): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null } | { notAdmitted: true }> {
+): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null }> {
   const insert = claimStatement(claim, timing);
-  if (claim.idempotencyKey === null) return inserted(claim, await insertReturningId(insert), now);
+  if (claim.idempotencyKey === null) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
   const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
-  if ("insertId" in result) return inserted(claim, result.insertId, now);
+  if ("insertId" in result) return { claimed: heldClaim(claim, result.insertId, now) };
   if (!isDuplicateKeyError(result.insertError)) throw result.insertError;
   return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
-}
-
-/** What a claim's INSERT that did not fail came to: id 0 is no row, which only a false `admitIf` may cause. */
-function inserted(claim: ClaimInput, id: bigint, now: Date): { claimed: IdempotencyRecord } | { notAdmitted: true } {
-  if (id > 0n) return { claimed: heldClaim(claim, id, now) };
-  if (claim.admitIf) return { notAdmitted: true };
-  throw new Error("the claim's INSERT succeeded without inserting a row");
 }
 
 /** The record this process just inserted, as the claim wrote it. */

@@ -13,12 +13,6 @@ export type ClaimInput = {
   customerId?: string | null;
   /** ...and its fields as sent, without anything secret (the card token). Never used to decide anything. */
   fields?: Record<string, unknown> | null;
-  /**
-   * A condition the claim is made under (a SQL boolean expression and its values), checked by the claim's own
-   * INSERT, so that deciding costs no round trip of its own: when it is false nothing is claimed or stored and
-   * the request is answered `not_admitted` (a keyless charge while the header is required: rollout/mode.ts).
-   */
-  admitIf?: Statement;
 };
 
 /** A claim this process holds: the record, and when its work must be done by. */
@@ -49,6 +43,4 @@ export type IdempotentOutcome =
   /** Another payload, or another client's key: nothing about it is revealed. */
   | { kind: "key_reused" }
   /** The work's outcome is unknown; the claim was released for the next attempt (or, keyless, for the sweeper). */
-  | { kind: "unknown_outcome"; requestId: bigint }
-  /** The claim's `admitIf` did not hold: nothing was claimed, stored or done. */
-  | { kind: "not_admitted" };
+  | { kind: "unknown_outcome"; requestId: bigint };
