@@ -37,10 +37,15 @@ after(async () => {
 async function bucket(at = new Date()) {
   const { _sum, _max } = await db.requestCountBucket.aggregate({
     where: { apiClientId: clientId, bucketStart: hourBucket(at) },
-    _sum: { keyed: true, keyless: true },
+    _sum: { keyed: true, keyless: true, keylessRejected: true },
     _max: { lastKeylessAt: true },
   });
-  return { keyed: _sum.keyed ?? 0, keyless: _sum.keyless ?? 0, lastKeylessAt: _max.lastKeylessAt };
+  return {
+    keyed: _sum.keyed ?? 0,
+    keyless: _sum.keyless ?? 0,
+    keylessRejected: _sum.keylessRejected ?? 0,
+    lastKeylessAt: _max.lastKeylessAt,
+  };
 }
 
 describe("rollout of the Idempotency-Key header", () => {
@@ -106,6 +111,12 @@ describe("rollout of the Idempotency-Key header", () => {
       /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/,
     );
     assert.equal((await localCharges(body.customer_id)).length, 0);
+    // The header's error comes before the body's, as for a malformed key: an invalid keyless request is told
+    // about its key (and counted as refused), not about its fields.
+    const { keylessRejected } = await bucket();
+    const invalid = await postCharge({ apiKey, body: { ...body, amount_cents: -1 } });
+    assert.equal(invalid.json.error.code, "idempotency_key_required");
+    assert.equal((await bucket()).keylessRejected - keylessRejected, 1);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body })).status, 201);
     const log = await db.auditEvent.findFirstOrThrow({
       where: { action: "mode.changed", actorStaffId: staffId },
