@@ -66,14 +66,8 @@ export async function startProxy(upstreamUrls: string[], port: number) {
   }
   const dir = mkdtempSync(join(tmpdir(), "charges-bench-nginx-"));
   const file = join(dir, "nginx.conf");
-  writeFileSync(
-    file,
-    config(
-      dir,
-      port,
-      upstreamUrls.map((u) => new URL(u)),
-    ),
-  );
+  const upstreams = upstreamUrls.map((u) => new URL(u));
+  writeFileSync(file, config(dir, port, upstreams));
   const child = spawn(NGINX, ["-c", file, "-p", dir], { stdio: ["ignore", "ignore", "inherit"] });
   const url = `http://127.0.0.1:${port}`;
   // Through the proxy to the app: nginx answers 502 until it can reach it.

@@ -57,6 +57,7 @@ if (!(INSTANCES >= 1 && INSTANCES <= 3) || (INSTANCES > 1 && !args.proxy)) {
   throw new Error("--instances takes 1 to 3, and more than 1 needs --proxy (the clients need one address)");
 }
 const METRICS_TOKEN = randomBytes(24).toString("hex");
+// The band's three app ports (the overhead script's extra instances, never started here, use the other two).
 const appPorts = [BENCH_PORTS.app, BENCH_PORTS.baseline, BENCH_PORTS.protocolFloor].slice(0, INSTANCES);
 const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN }, { appPorts });
 const appUrls = stack.apps.map((a) => a.url);

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
-import { database, db, isDuplicateKeyError } from "~/server/db";
+import { database, db, isDuplicateKeyError, type Statement } from "~/server/db";
 import { claimReadStatement, claimStatement } from "~/server/idempotency/lifecycle";
 import {
   keyToBytes,
@@ -178,7 +178,7 @@ describe("fencing tokens", () => {
 
 describe("the claim's read, sent with its INSERT", () => {
   // Driver-level, the way records.claim sends them (insertThenRead): the two statements in one write, in order.
-  async function claimAndRead(key: string, before?: { sql: string; values: unknown[] }) {
+  async function claimAndRead(key: string, before?: Statement) {
     const claim = { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: "c".repeat(64) };
     const insert = claimStatement(claim, records.timing);
     const read = claimReadStatement(key, ROUTE);
