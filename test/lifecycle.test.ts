@@ -6,16 +6,18 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
-import { database, db, isDuplicateKeyError, type Statement } from "~/server/db";
-import { claimReadStatement, claimStatement } from "~/server/idempotency/lifecycle";
+import { database, db, execute, insertThenRead, isDuplicateKeyError, type Statement } from "~/server/db";
+import { claimReadStatement, claimStatement, withdrawStatement } from "~/server/idempotency/lifecycle";
 import {
   keyToBytes,
   runIdempotent,
+  type Admission,
   type IdempotentOutcome,
   type PhaseName,
   type WorkResult,
 } from "~/server/idempotency";
 import * as records from "~/server/idempotency/records";
+import { keylessCountStatement } from "~/server/rollout/counters";
 import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";
 
 /** Its own route: these operations are not charges, and the ledger checks leave them be. */
@@ -214,5 +216,83 @@ describe("the claim's read, sent with its INSERT", () => {
     const again = await claimAndRead(key, touch);
     assert.equal(again.inserted.status, "rejected");
     assert.equal(again.rows.length, 1, "the failed INSERT's count (-1), not the UPDATE's (1), guards the read");
+  });
+});
+
+describe("a keyless claim's admission, read with its INSERT", () => {
+  const keyless = (admission: Admission) => ({
+    idempotencyKey: null,
+    route: ROUTE,
+    apiClientId: clientId,
+    requestHash: "d".repeat(64),
+    admission,
+  });
+  const keylessRecords = () => db.idempotentRequest.count({ where: { route: ROUTE, idempotencyKey: null } });
+  // An hour of its own, so that the count this test reads is only its own.
+  const refusalHour = new Date(Date.UTC(2001, 0, 1, 0));
+  const refusedCount = async () =>
+    (
+      await db.requestCountBucket.aggregate({
+        where: { apiClientId: clientId, bucketStart: refusalHour },
+        _sum: { keylessRejected: true },
+      })
+    )._sum.keylessRejected ?? 0;
+
+  test("admitted: the work runs under the claim, and the read's rows were what admitted it", async () => {
+    const seen: unknown[][] = [];
+    const admission: Admission = {
+      read: { sql: "SELECT ? AS marker", values: ["admit-me"] },
+      admits: (rows) => {
+        seen.push(rows);
+        return true;
+      },
+      refusalWrites: [],
+    };
+    let runs = 0;
+    const outcome = await runIdempotent(keyless(admission), async () => {
+      runs++;
+      return DONE;
+    });
+    assert.equal(outcome.kind, "fresh");
+    assert.equal(runs, 1);
+    assert.deepEqual(seen, [[{ marker: "admit-me" }]], "one read, made in the claim's round trip");
+  });
+
+  test("refused: no work, no record left, and the refusal's writes committed with the withdrawal", async () => {
+    const recordsBefore = await keylessRecords();
+    const countBefore = await refusedCount();
+    const admission: Admission = {
+      read: { sql: "SELECT 1 AS required", values: [] },
+      admits: () => false,
+      refusalWrites: [keylessCountStatement(clientId, refusalHour, { refused: true })],
+    };
+    let runs = 0;
+    const outcome = await runIdempotent(keyless(admission), async () => {
+      runs++;
+      return DONE;
+    });
+    assert.equal(outcome.kind, "refused");
+    assert.equal(runs, 0, "nothing asked of the gateway");
+    assert.equal(await keylessRecords(), recordsBefore, "the claim was withdrawn");
+    assert.equal((await refusedCount()) - countBefore, 1, "counted as refused, once");
+  });
+
+  test("withdraw deletes only a keyless claim still at its first attempt and in progress", async () => {
+    const withdrawn = async (seed: Parameters<typeof seedRecord>[0]) =>
+      execute(withdrawStatement(await seedRecord({ route: ROUTE, ...seed })));
+    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "held" }), 1);
+    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "lease_expired" }), 1);
+    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "held", attempt: 2 }), 0, "taken over");
+    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "released", attempt: 2 }), 0);
+    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "complete" }), 0, "finished");
+    assert.equal(await withdrawn({ apiClientId: clientId, key: uniqueKey("withdraw"), phase: "held" }), 0, "keyed");
+  });
+
+  test("after a successful INSERT a failed read leaves the row its caller's (rows: null)", async () => {
+    const insert = claimStatement(keyless(undefined as unknown as Admission), records.timing);
+    const result = await insertThenRead(insert, { sql: "SELECT no_such_column FROM settings", values: [] });
+    assert.ok("insertId" in result && typeof result.insertId === "bigint");
+    assert.equal(result.rows, null);
+    assert.equal((await db.idempotentRequest.findUnique({ where: { id: result.insertId } }))?.state, "in_progress");
   });
 });

@@ -33,6 +33,8 @@ after(async () => {
   await closeConnections();
 });
 
+const keylessRecords = () => db.idempotentRequest.count({ where: { apiClientId: clientId, idempotencyKey: null } });
+
 /** The client's counts for an hour (this one by default), summed over the rows the hour is spread on. */
 async function bucket(at = new Date()) {
   const { _sum, _max } = await db.requestCountBucket.aggregate({
@@ -101,11 +103,16 @@ describe("rollout of the Idempotency-Key header", () => {
   test("required mode: keyless -> 400 idempotency_key_required, nothing charged; keyed still works", async () => {
     await setIdempotencyMode("required", engineer, "rollout test");
     const body = chargeBody();
-    const before = (await bucket()).keyless;
+    const before = await bucket();
+    const recordsBefore = await keylessRecords();
     const res = await postCharge({ apiKey, body });
     assert.equal(res.status, 400);
     assert.equal(res.json.error.code, "idempotency_key_required");
-    assert.equal((await bucket()).keyless - before, 1, "a refused keyless request still counts (who would break)");
+    const after = await bucket();
+    assert.equal(after.keyless - before.keyless, 1, "a refused keyless request still counts (who would break)");
+    assert.equal(after.keylessRejected - before.keylessRejected, 1, "...as refused");
+    // It learnt the mode from its claim's round trip, and withdrew the claim: nothing of it is left to sweep.
+    assert.equal(await keylessRecords(), recordsBefore, "no record left of a refused request");
     assert.match(
       res.headers.get("link") ?? "",
       /^<http[^>]+\/docs#section\/Errors\/idempotency_key_required>; rel="describedby"/,

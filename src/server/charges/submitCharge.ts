@@ -1,9 +1,9 @@
 import { env } from "~/env";
 import { addLogContext } from "~/server/observability/context";
-import { findOperation, runIdempotent, requestHash, type StoredResponse } from "~/server/idempotency";
+import { findOperation, runIdempotent, requestHash, type Admission, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
-import { modeForKeylessRequest } from "~/server/rollout/mode";
+import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
 import { createChargeSchema, fieldErrors, fieldsToShow } from "./schema";
 import { chargeWithoutIdempotency } from "./withoutIdempotency";
@@ -35,8 +35,11 @@ type ChargeArgs = {
   waitSeconds?: number;
 };
 
-/** The answers a keyless request gets with a record (complete, or released for the sweeper). */
-const RECORDED: ChargeOutcome["kind"][] = ["response", "charge_outcome_unknown"];
+/**
+ * The answers of a keyless request that are already counted: with a record (by the transaction that completes
+ * it, chargeRows.ts), or refused by its claim's admission (with the claim's withdrawal).
+ */
+const COUNTED: ChargeOutcome["kind"][] = ["response", "charge_outcome_unknown", "idempotency_key_required"];
 
 /**
  * POST /api/charges, after authentication and JSON parsing. Validation happens
@@ -44,8 +47,9 @@ const RECORDED: ChargeOutcome["kind"][] = ["response", "charge_outcome_unknown"]
  *
  * Every request is counted for the rollout: a keyed one in memory, a keyless
  * one that got a record in the transaction that completes it (chargeRows.ts),
- * and a keyless one answered without a record (refused, invalid, its client
- * gone) here, before it is answered.
+ * one refused by its claim in the transaction that withdraws the claim, and a
+ * keyless one answered before any claim (invalid, its client gone) here,
+ * before it is answered.
  */
 export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
@@ -55,14 +59,17 @@ export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
     countKeyedRequest(args.apiClientId);
     return charge(args, key.key);
   }
-  // Refused when the header is required, globally or for this client; counted either way.
+  // Refused when the header is required, globally or for this client, and counted either way. A request that
+  // claims learns the mode in its claim's round trip (keylessAdmission); one answered before that reads it here,
+  // so that the header's error still comes first.
+  const outcome = await charge(args, null, keylessAdmission(args.apiClientId));
+  if (COUNTED.includes(outcome.kind)) return outcome;
   const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
-  const outcome: ChargeOutcome = refused ? { kind: "idempotency_key_required" } : await charge(args, null);
-  if (!RECORDED.includes(outcome.kind)) await countKeylessRequest(args.apiClientId, { refused });
-  return outcome;
+  await countKeylessRequest(args.apiClientId, { refused });
+  return refused ? { kind: "idempotency_key_required" } : outcome;
 }
 
-async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<ChargeOutcome> {
+async function charge(args: ChargeArgs, idempotencyKey: string | null, admission?: Admission): Promise<ChargeOutcome> {
   const parsed = createChargeSchema.safeParse(args.body);
   if (!parsed.success) return { kind: "invalid_request", fields: fieldErrors(parsed.error) };
 
@@ -86,6 +93,7 @@ async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<
     // For the dashboard: what was asked, as sent, never the card token.
     customerId: parsed.data.customer_id,
     fields: fieldsToShow(args.body as Record<string, unknown>),
+    admission,
   };
   const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
     waitMs: (args.waitSeconds ?? 0) * 1000,
@@ -101,6 +109,8 @@ async function charge(args: ChargeArgs, idempotencyKey: string | null): Promise<
       return { kind: "in_progress", since: outcome.since, waited };
     case "key_reused":
       return { kind: "key_reused" };
+    case "refused":
+      return { kind: "idempotency_key_required" };
     case "unknown_outcome":
       // With a key the client retries under it; without one a retry is a second charge, so it gets a handle.
       return claim.idempotencyKey === null

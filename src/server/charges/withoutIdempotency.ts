@@ -20,6 +20,9 @@ import type { CreateChargeInput } from "./schema";
  * called, and the outcome stored by an UPDATE of that row in the charge's own
  * transaction (one round trip, the way records.complete sends it). What keyed
  * requests could reach on this machine if the layer's own work cost nothing.
+ *
+ * Keyless requests under it are neither refused nor counted for the rollout:
+ * the benchmarks that switch it on send keyed ones.
  */
 export async function chargeWithoutIdempotency(apiClientId: number, input: CreateChargeInput): Promise<StoredResponse> {
   const floorKey = env.BENCHMARK_SKIP_IDEMPOTENCY === "floor" ? await claimFloor() : null;

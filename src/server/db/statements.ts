@@ -138,12 +138,14 @@ function inOneWrite<T>(connection: PoolConnection, issue: () => T): T {
  * INSERT decides who owns it, and when it fails on the unique index the SELECT
  * has already read the record that won, with no second round trip (its
  * `ROW_COUNT() < 1` keeps a fresh claim from reading its own row back:
- * lifecycle.ts, claimReadStatement).
+ * lifecycle.ts, claimReadStatement). A keyless claim reads the rollout mode
+ * this way (records.claimKeyless). After a successful INSERT, `rows` is null
+ * if the read failed: the row is the caller's either way.
  */
 export async function insertThenRead<Row>(
   insert: Statement,
   read: Statement,
-): Promise<{ insertId: bigint } | { insertError: unknown; rows: Row[] }> {
+): Promise<{ insertId: bigint; rows: Row[] | null } | { insertError: unknown; rows: Row[] }> {
   return onOneConnection(async (connection) => {
     const [inserted, rows] = await Promise.allSettled(
       inOneWrite(connection, () => [
@@ -152,7 +154,10 @@ export async function insertThenRead<Row>(
       ]),
     );
     // A row inserted is the caller's whatever happened to the read: it must never be left unknown to its owner.
-    if (inserted.status === "fulfilled") return { insertId: BigInt((inserted.value as { insertId: bigint }).insertId) };
+    if (inserted.status === "fulfilled") {
+      const insertId = BigInt((inserted.value as { insertId: bigint }).insertId);
+      return { insertId, rows: rows.status === "fulfilled" ? (rows.value as Row[]) : null };
+    }
     if (rows.status === "rejected") throw rows.reason;
     return { insertError: inserted.reason, rows: rows.value as Row[] };
   });

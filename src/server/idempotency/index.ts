@@ -38,4 +38,4 @@ export {
   type RecordFilter,
 } from "./lifecycle";
 export { canonicalJson, requestHash } from "./canonicalHash";
-export type { ClaimInput, HeldClaim, IdempotentOutcome, StoredResponse, WorkResult } from "./types";
+export type { Admission, ClaimInput, HeldClaim, IdempotentOutcome, StoredResponse, WorkResult } from "./types";

@@ -30,6 +30,11 @@
  * Only `complete` records expire and are pruned. An in-progress record, however
  * old, is first finished by the sweeper (which asks the gateway): deleting it
  * would give its key a new record, hence a new gateway key, and a second charge.
+ * The one exception is `withdraw`: a keyless claim whose own request learns,
+ * from the read sent with its INSERT, that the header is required deletes it
+ * at attempt 1, before any work. Nobody can have asked the gateway anything
+ * under it (only a holder does, and a take-over would have moved the attempt),
+ * and no key can ever name it again.
  *
  * Every transition is one conditional statement that names the attempt it was
  * decided on; 0 rows changed means someone else moved the record first.
@@ -146,6 +151,8 @@ export const TRANSITIONS = {
   complete: { from: ["held", "lease_expired"] as PhaseName[], to: "complete" },
   take: { from: ["released", "lease_expired"] as PhaseName[], to: "held" },
   expire: { from: ["complete"] as PhaseName[], to: "deleted" },
+  /** Keyless, attempt 1, its claimer's own, before any work: see the header. */
+  withdraw: { from: ["held", "lease_expired"] as PhaseName[], to: "deleted" },
 } as const;
 
 export type Transition = keyof typeof TRANSITIONS;
@@ -256,6 +263,20 @@ export function completeStatement(
                  updated_at = ${DB_NOW}, expires_at = GREATEST(expires_at, ${dbLater})
            WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
     values: [response.status, response.body, finishedBy, micros(ttlMs), held.id, held.attempt],
+  };
+}
+
+/**
+ * withdraw: the claimer of a keyless record, refused by the read sent with its
+ * INSERT (the header is required), deletes it before doing any work. Fenced on
+ * attempt 1: once anyone else took it over (its lease ended first), it is theirs
+ * to finish, and this matches no row.
+ */
+export function withdrawStatement(claimed: { id: bigint }): Statement {
+  return {
+    sql: `DELETE FROM idempotent_requests
+           WHERE id = ? AND attempt = 1 AND state = 'in_progress' AND idempotency_key IS NULL`,
+    values: [claimed.id],
   };
 }
 

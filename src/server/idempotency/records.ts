@@ -32,6 +32,7 @@ import {
   renewStatement,
   takeStatement,
   unfinishedStatement,
+  withdrawStatement,
   type FinishedBy,
   type IdempotencyRecord,
   type RecordRow,
@@ -83,16 +84,37 @@ const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
 export async function claim(
   claim: ClaimInput,
   now: Date,
-): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null }> {
+): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null } | { refused: true }> {
+  if (claim.idempotencyKey === null) return claimKeyless(claim, now);
   const insert = claimStatement(claim, timing);
-  if (claim.idempotencyKey === null) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
   const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
   if ("insertId" in result) return { claimed: heldClaim(claim, result.insertId, now) };
   if (!isDuplicateKeyError(result.insertError)) throw result.insertError;
   return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
 }
 
-/** The record this process just inserted, as the claim wrote it. */
+/**
+ * A keyless claim, and its admission (the rollout mode) read in the same round
+ * trip. Refused, the claim is withdrawn with the refusal's writes, in one
+ * transaction; if that matches nothing, this process stalled past its lease and
+ * the sweeper took the record over: it finds no charge at the gateway (nothing
+ * was asked) and finishes it as abandoned, counted then. The request is refused
+ * either way. Should the read fail after the INSERT, it is made again on its
+ * own; should that fail too, the held record is the sweeper's, like a crash's.
+ */
+async function claimKeyless(claim: ClaimInput, now: Date): Promise<{ claimed: IdempotencyRecord } | { refused: true }> {
+  const insert = claimStatement(claim, timing);
+  const { admission } = claim;
+  if (!admission) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
+  const result = await insertThenRead<unknown>(insert, admission.read);
+  if ("insertError" in result) throw result.insertError;
+  const rows = result.rows ?? (await queryRows<unknown>(admission.read));
+  if (admission.admits(rows)) return { claimed: heldClaim(claim, result.insertId, now) };
+  await retryOnLockConflict(() => atomically([withdrawStatement({ id: result.insertId }), ...admission.refusalWrites]));
+  return { refused: true };
+}
+
+/** The record this process just inserted, as the claim wrote it (noted on the key's timeline). */
 function heldClaim(claim: ClaimInput, id: bigint, now: Date): IdempotencyRecord {
   const { idempotencyKey, route, apiClientId, requestHash } = claim;
   const record: IdempotencyRecord = {

@@ -123,6 +123,7 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Cla
       throw error;
     });
     if (result === undefined) continue;
+    if ("refused" in result) return { kind: "refused" };
     if ("claimed" in result) return { kind: "claimed", record: result.claimed };
     if (!result.found) continue; // deleted (expired) between our insert and our read: go round again
     const answer = await answerExisting(result.found, claim, now);

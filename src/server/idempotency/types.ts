@@ -13,6 +13,21 @@ export type ClaimInput = {
   customerId?: string | null;
   /** ...and its fields as sent, without anything secret (the card token). Never used to decide anything. */
   fields?: Record<string, unknown> | null;
+  /** Keyless only: a condition the claim must meet, learnt in the claim's own round trip (Admission). */
+  admission?: Admission;
+};
+
+/**
+ * What decides whether a keyless request may go on (the rollout mode), read in
+ * the same socket write as its claim's INSERT instead of in a round trip before
+ * it. When `admits` says no, the fresh claim is withdrawn (deleted, before any
+ * work) together with `refusalWrites`, in one transaction, and the request is
+ * answered `refused`.
+ */
+export type Admission = {
+  read: Statement;
+  admits: (rows: unknown[]) => boolean;
+  refusalWrites: Statement[];
 };
 
 /** A claim this process holds: the record, and when its work must be done by. */
@@ -43,4 +58,6 @@ export type IdempotentOutcome =
   /** Another payload, or another client's key: nothing about it is revealed. */
   | { kind: "key_reused" }
   /** The work's outcome is unknown; the claim was released for the next attempt (or, keyless, for the sweeper). */
-  | { kind: "unknown_outcome"; requestId: bigint };
+  | { kind: "unknown_outcome"; requestId: bigint }
+  /** Keyless, and its admission said no: nothing was charged, and nothing of it is left but `refusalWrites`. */
+  | { kind: "refused" };
