@@ -98,6 +98,13 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   addLogContext({ recordId: String(record.id) });
   const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
+  // Keyless and someone else has the record now (this process stalled past its lease; the sweeper took it over,
+  // and will learn from the gateway what happened): an unknown outcome, with the record as the client's handle.
+  // Never "in progress", which Prefer: wait would answer with another attempt: for a request without a key, a
+  // new claim, a new gateway key, and possibly a second charge.
+  if (claim.idempotencyKey === null && outcome.kind === "in_progress") {
+    return { kind: "unknown_outcome", requestId: record.id };
+  }
   return outcome;
 }
 
