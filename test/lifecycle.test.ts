@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
-import { database, db, execute, insertThenRead, isDuplicateKeyError, type Statement } from "~/server/db";
+import { atomically, database, db, execute, insertThenRead, isDuplicateKeyError, type Statement } from "~/server/db";
 import { claimReadStatement, claimStatement, withdrawStatement } from "~/server/idempotency/lifecycle";
 import {
   keyToBytes,
@@ -156,6 +156,29 @@ describe("fencing tokens", () => {
     );
   });
 
+  test("a keyless request whose record was taken over mid-work gets a handle, never a second claim", async () => {
+    // Its process stalled past the lease and the sweeper took the record over (attempt 2) while the work was at
+    // the gateway: the completion loses the fence. A keyless request has no key to wait under, so Prefer: wait
+    // must not send it round again: a new claim would be a new gateway key, and a second charge.
+    let runs = 0;
+    const outcome = await runIdempotent(
+      { idempotencyKey: null, route: ROUTE, apiClientId: clientId, requestHash: "e".repeat(64) },
+      async (held) => {
+        runs += 1;
+        await execute({
+          sql: "UPDATE idempotent_requests SET attempt = attempt + 1 WHERE id = ?",
+          values: [held.record.id],
+        });
+        return DONE;
+      },
+      { waitMs: 2_000 },
+    );
+    assert.equal(runs, 1, "the work ran once");
+    assert.equal(outcome.kind, "unknown_outcome", "its outcome is the sweeper's to find: the client gets a handle");
+    const taken = outcome.kind === "unknown_outcome" && (await records.findById(outcome.requestId));
+    assert.ok(taken && taken.attempt === 2 && taken.idempotencyKey === null, "the handle names the taken record");
+  });
+
   test("of two retries racing to take a released claim over, exactly one runs the work", async () => {
     const key = uniqueKey("race");
     const released = await seedRecord({ apiClientId: clientId, phase: "released", key, route: ROUTE, body: BODY });
@@ -241,7 +264,8 @@ describe("a keyless claim's admission, read with its INSERT", () => {
   test("admitted: the work runs under the claim, and the read's rows were what admitted it", async () => {
     const seen: unknown[][] = [];
     const admission: Admission = {
-      read: { sql: "SELECT ? AS marker", values: ["admit-me"] },
+      // 1 only on the claim's connection, straight after its INSERT: a read made on its own would see -1.
+      read: { sql: "SELECT ? AS marker, CAST(ROW_COUNT() AS CHAR) AS afterInsert", values: ["admit-me"] },
       admits: (rows) => {
         seen.push(rows);
         return true;
@@ -255,7 +279,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     });
     assert.equal(outcome.kind, "fresh");
     assert.equal(runs, 1);
-    assert.deepEqual(seen, [[{ marker: "admit-me" }]], "one read, made in the claim's round trip");
+    assert.deepEqual(seen, [[{ marker: "admit-me", afterInsert: "1" }]], "one read, sent with the claim's INSERT");
   });
 
   test("refused: no work, no record left, and the refusal's writes committed with the withdrawal", async () => {
@@ -283,13 +307,27 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "held" }), 1);
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "lease_expired" }), 1);
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "held", attempt: 2 }), 0, "taken over");
-    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "released", attempt: 2 }), 0);
+    assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "released" }), 0, "outcome unknown");
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "complete" }), 0, "finished");
     assert.equal(await withdrawn({ apiClientId: clientId, key: uniqueKey("withdraw"), phase: "held" }), 0, "keyed");
   });
 
+  test("a withdrawal that matches nothing (taken over) commits nothing of the refusal", async () => {
+    const countBefore = await refusedCount();
+    const taken = await seedRecord({ route: ROUTE, apiClientId: clientId, key: null, phase: "held", attempt: 2 });
+    const refusal = keylessCountStatement(clientId, refusalHour, { refused: true });
+    assert.equal(await atomically([withdrawStatement(taken), refusal]), false);
+    assert.equal(await refusedCount(), countBefore, "counted when the sweeper finishes the record, not here");
+    assert.equal((await records.findById(taken.id))?.attempt, 2, "the record is its taker's");
+  });
+
   test("after a successful INSERT a failed read leaves the row its caller's (rows: null)", async () => {
-    const insert = claimStatement(keyless(undefined as unknown as Admission), records.timing);
+    const { admission: _, ...claim } = keyless({
+      read: { sql: "", values: [] },
+      admits: () => true,
+      refusalWrites: [],
+    });
+    const insert = claimStatement(claim, records.timing);
     const result = await insertThenRead(insert, { sql: "SELECT no_such_column FROM settings", values: [] });
     assert.ok("insertId" in result && typeof result.insertId === "bigint");
     assert.equal(result.rows, null);

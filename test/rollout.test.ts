@@ -111,7 +111,7 @@ describe("rollout of the Idempotency-Key header", () => {
     const after = await bucket();
     assert.equal(after.keyless - before.keyless, 1, "a refused keyless request still counts (who would break)");
     assert.equal(after.keylessRejected - before.keylessRejected, 1, "...as refused");
-    // It learnt the mode from its claim's round trip, and withdrew the claim: nothing of it is left to sweep.
+    // Its claim (the mode is read with it) was withdrawn: nothing of it is left to sweep or to show.
     assert.equal(await keylessRecords(), recordsBefore, "no record left of a refused request");
     assert.match(
       res.headers.get("link") ?? "",

@@ -65,7 +65,9 @@ test("every phase has a label and a description for people", () => {
   }
 });
 
-test("only complete records expire; in-progress ones are finished, never deleted", () => {
+test("only complete records expire; in-progress ones are finished, and deleted only by their own claimer", () => {
   assert.deepEqual(TRANSITIONS.expire.from, ["complete"]);
+  // A keyless claim refused by its admission, before any work: held (or its lease just ended), never released.
+  assert.deepEqual(TRANSITIONS.withdraw.from, ["held", "lease_expired"]);
   assert.ok(!TRANSITIONS.take.from.includes("held"), "a live lease is never taken over");
 });

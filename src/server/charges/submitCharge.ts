@@ -5,7 +5,7 @@ import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHe
 import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
 import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
-import { createChargeSchema, fieldErrors, fieldsToShow } from "./schema";
+import { createChargeSchema, fieldErrors, fieldsToShow, type CreateChargeInput } from "./schema";
 import { chargeWithoutIdempotency } from "./withoutIdempotency";
 
 /** The route name stored with every record; part of the unique (key, route). */
@@ -36,49 +36,52 @@ type ChargeArgs = {
 };
 
 /**
- * The answers of a keyless request that are already counted: with a record (by the transaction that completes
- * it, chargeRows.ts), or refused by its claim's admission (with the claim's withdrawal).
- */
-const COUNTED: ChargeOutcome["kind"][] = ["response", "charge_outcome_unknown", "idempotency_key_required"];
-
-/**
  * POST /api/charges, after authentication and JSON parsing. Validation happens
  * before any key is claimed, so an invalid request is never stored.
  *
- * Every request is counted for the rollout: a keyed one in memory, a keyless
- * one that got a record in the transaction that completes it (chargeRows.ts),
- * one refused by its claim in the transaction that withdraws the claim, and a
- * keyless one answered before any claim (invalid, its client gone) here,
- * before it is answered.
+ * Every request is counted for the rollout, exactly once: a keyed one in
+ * memory; a keyless one that claims, with its record, by the transaction that
+ * completes it (chargeRows.ts) or, refused, by the one that withdraws its claim
+ * (rollout/mode.ts, keylessAdmission); a keyless one answered before any claim
+ * (invalid, its client gone) here, before it is answered.
  */
 export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return { kind: "invalid_idempotency_key", message: key.reason };
   addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
+  const checked = checkBeforeClaim(args);
   if (key.kind === "valid") {
     countKeyedRequest(args.apiClientId);
-    return charge(args, key.key);
+    return "input" in checked ? claimAndCharge(args, checked.input, key.key) : checked.answer;
   }
-  // Refused when the header is required, globally or for this client, and counted either way. A request that
-  // claims learns the mode in its claim's round trip (keylessAdmission); one answered before that reads it here,
-  // so that the header's error still comes first.
-  const outcome = await charge(args, null, keylessAdmission(args.apiClientId));
-  if (COUNTED.includes(outcome.kind)) return outcome;
+  // Keyless: refused when the header is required, globally or for this client. A request that claims learns the
+  // mode in its claim's own round trip (keylessAdmission); one answered before any claim reads it here, so that
+  // the header's error still comes before the body's.
+  if ("input" in checked) return claimAndCharge(args, checked.input, null, keylessAdmission(args.apiClientId));
   const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
   await countKeylessRequest(args.apiClientId, { refused });
-  return refused ? { kind: "idempotency_key_required" } : outcome;
+  return refused ? { kind: "idempotency_key_required" } : checked.answer;
 }
 
-async function charge(args: ChargeArgs, idempotencyKey: string | null, admission?: Admission): Promise<ChargeOutcome> {
+/** What is answered before any claim (an invalid body, a client gone), or the charge to claim for. */
+function checkBeforeClaim(args: ChargeArgs): { answer: ChargeOutcome } | { input: CreateChargeInput } {
   const parsed = createChargeSchema.safeParse(args.body);
-  if (!parsed.success) return { kind: "invalid_request", fields: fieldErrors(parsed.error) };
-
+  if (!parsed.success) return { answer: { kind: "invalid_request", fields: fieldErrors(parsed.error) } };
   // The last moment to drop the work: past here a key is claimed and must be
   // finished. Under overload, attempts wait so long that their client has timed
   // out (and retried); working on them anyway is how overload feeds itself.
-  if (args.signal?.aborted) return { kind: "client_gone" };
+  if (args.signal?.aborted) return { answer: { kind: "client_gone" } };
+  return { input: parsed.data };
+}
+
+async function claimAndCharge(
+  args: ChargeArgs,
+  input: CreateChargeInput,
+  idempotencyKey: string | null,
+  admission?: Admission,
+): Promise<ChargeOutcome> {
   if (env.BENCHMARK_SKIP_IDEMPOTENCY) {
-    const response = await chargeWithoutIdempotency(args.apiClientId, parsed.data);
+    const response = await chargeWithoutIdempotency(args.apiClientId, input);
     return { kind: "response", response, replayed: false };
   }
 
@@ -91,11 +94,11 @@ async function charge(args: ChargeArgs, idempotencyKey: string | null, admission
     apiClientId: args.apiClientId,
     requestHash: requestHash(args.body),
     // For the dashboard: what was asked, as sent, never the card token.
-    customerId: parsed.data.customer_id,
+    customerId: input.customer_id,
     fields: fieldsToShow(args.body as Record<string, unknown>),
     admission,
   };
-  const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, parsed.data), {
+  const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, input), {
     waitMs: (args.waitSeconds ?? 0) * 1000,
     signal: args.signal,
   });

@@ -269,13 +269,15 @@ export function completeStatement(
 /**
  * withdraw: the claimer of a keyless record, refused by the read sent with its
  * INSERT (the header is required), deletes it before doing any work. Fenced on
- * attempt 1: once anyone else took it over (its lease ended first), it is theirs
- * to finish, and this matches no row.
+ * attempt 1 under a lease (the claim's own): once anyone else took it over (its
+ * lease ended first), it is theirs to finish, and a released record (an unknown
+ * gateway outcome) is never withdrawn; either way this matches no row.
  */
 export function withdrawStatement(claimed: { id: bigint }): Statement {
   return {
     sql: `DELETE FROM idempotent_requests
-           WHERE id = ? AND attempt = 1 AND state = 'in_progress' AND idempotency_key IS NULL`,
+           WHERE id = ? AND attempt = 1 AND state = 'in_progress' AND lease_expires_at IS NOT NULL
+             AND idempotency_key IS NULL`,
     values: [claimed.id],
   };
 }

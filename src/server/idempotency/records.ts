@@ -14,6 +14,7 @@ import {
   insertReturningId,
   insertThenRead,
   isDuplicateKeyError,
+  isLockConflictError,
   queryRows,
   retryOnLockConflict,
   type Statement,
@@ -95,12 +96,20 @@ export async function claim(
 
 /**
  * A keyless claim, and its admission (the rollout mode) read in the same round
- * trip. Refused, the claim is withdrawn with the refusal's writes, in one
- * transaction; if that matches nothing, this process stalled past its lease and
- * the sweeper took the record over: it finds no charge at the gateway (nothing
- * was asked) and finishes it as abandoned, counted then. The request is refused
- * either way. Should the read fail after the INSERT, it is made again on its
- * own; should that fail too, the held record is the sweeper's, like a crash's.
+ * trip. Refused, the claim is withdrawn together with the refusal's writes (its
+ * count), in one transaction.
+ *
+ * Once the INSERT succeeded, nothing may send the claim round again (a second
+ * record for one request): a failure after it, even a lock conflict, which
+ * claimOrAnswer would take for a lost INSERT, leaves the record held, like a
+ * crash, and the sweeper finishes it (it asks the gateway, which was asked
+ * nothing, and writes it off as abandoned). If the read fails, the request
+ * fails. If the withdrawal does not land (its fence matched nothing: this
+ * process stalled past its lease and the sweeper took the record over; or it
+ * failed), the request is refused all the same, and is counted when the sweeper
+ * finishes its record: as an accepted keyless request, not a refused one, the
+ * one count this rare path gets wrong (conservatively: it says keyless traffic
+ * was accepted, which only delays enforcing).
  */
 async function claimKeyless(claim: ClaimInput, now: Date): Promise<{ claimed: IdempotencyRecord } | { refused: true }> {
   const insert = claimStatement(claim, timing);
@@ -108,10 +117,21 @@ async function claimKeyless(claim: ClaimInput, now: Date): Promise<{ claimed: Id
   if (!admission) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
   const result = await insertThenRead<unknown>(insert, admission.read);
   if ("insertError" in result) throw result.insertError;
-  const rows = result.rows ?? (await queryRows<unknown>(admission.read));
+  const rows = result.rows ?? (await queryRows<unknown>(admission.read).catch(afterTheClaim));
   if (admission.admits(rows)) return { claimed: heldClaim(claim, result.insertId, now) };
-  await retryOnLockConflict(() => atomically([withdrawStatement({ id: result.insertId }), ...admission.refusalWrites]));
+  const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites];
+  await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {
+    log.warn({ err: error, requestId: String(result.insertId) }, "keyless claim refused, not withdrawn; swept later");
+  });
   return { refused: true };
+}
+
+/** An error once a claim is made: never one that claimOrAnswer would answer with another claim. */
+function afterTheClaim(error: unknown): never {
+  if (!isLockConflictError(error)) throw error;
+  throw new Error("the claim was made, but what followed it conflicted; the sweeper finishes its record", {
+    cause: error,
+  });
 }
 
 /** The record this process just inserted, as the claim wrote it (noted on the key's timeline). */
