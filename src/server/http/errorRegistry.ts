@@ -199,7 +199,8 @@ export const API_ERRORS = {
     status: 502,
     title: "Outcome unknown (no Idempotency-Key)",
     message:
-      "The payment gateway did not answer and this request had no Idempotency-Key: the charge may have been made. " +
+      "The payment gateway's answer is not known here (it did not answer in time, or the server is still settling " +
+      "the request) and this request had no Idempotency-Key: the charge may have been made. " +
       "Do not send it again; look it up by its request_id.",
     action: "final",
     advice:
