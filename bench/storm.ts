@@ -14,15 +14,23 @@
  * a second below its attempt timeout, so they use a 2.5 s timeout: wait=1):
  * the same ramped load without it and with it.
  *
+ * `--profile` records a CPU profile of each app instance during the ramped
+ * round (bench/profile.cjs) and prints whose code its samples were in.
+ *
  * `--proxy` puts nginx in front of the app (bench/proxy.ts), as a deployment
  * would: the clients' reconnections then end at the proxy, not at the app's
  * accept queue (see "Where the time went", and bench/README.md). With it,
  * `--instances N` runs N instances of the app behind it (round robin), each
  * with its own pool: the pool figures are then the busiest instance's.
  *
- *   npm run bench:storm [-- --operations 1000] [-- --proxy [--instances 2]] [-- --no-build]
+ *   npm run bench:storm [-- --operations 1000] [-- --proxy [--instances 2]] [-- --profile] [-- --no-build]
  */
+import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import * as mariadb from "mariadb";
@@ -32,6 +40,7 @@ import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { slotPort } from "../scripts/lib/config";
 import { BENCH_PORTS, cpuShares, fmt, OWN, pidsNamed, REST, startBenchStack, table } from "./lib";
+import { summariseProfile } from "./profileSummary";
 import { startProxy } from "./proxy";
 
 const { values: args } = parseArgs({
@@ -39,6 +48,7 @@ const { values: args } = parseArgs({
     operations: { type: "string", default: "1000" },
     proxy: { type: "boolean", default: false },
     instances: { type: "string", default: "1" },
+    profile: { type: "boolean", default: false },
     "no-build": { type: "boolean", default: false },
   },
 });
@@ -59,7 +69,15 @@ if (!(INSTANCES >= 1 && INSTANCES <= 3) || (INSTANCES > 1 && !args.proxy)) {
 const METRICS_TOKEN = randomBytes(24).toString("hex");
 // The band's three app ports (the overhead script's extra instances, never started here, use the other two).
 const appPorts = [BENCH_PORTS.app, BENCH_PORTS.baseline, BENCH_PORTS.protocolFloor].slice(0, INSTANCES);
-const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN }, { appPorts });
+const profileDir = args.profile ? mkdtempSync(join(tmpdir(), "charges-storm-profile-")) : undefined;
+const profiler = fileURLToPath(new URL("profile.cjs", import.meta.url));
+const profiling: Record<string, string> = profileDir
+  ? {
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${profiler}`,
+      BENCH_PROFILE_DIR: profileDir,
+    }
+  : {};
+const stack = await startBenchStack({ GATEWAY_TIMEOUT_MS: "10000", METRICS_TOKEN, ...profiling }, { appPorts });
 const appUrls = stack.apps.map((a) => a.url);
 const front = args.proxy ? await startProxy(appUrls, slotPort.app(11)) : undefined;
 /** Where the clients send their requests: the app, or the proxy in front of it. */
@@ -81,7 +99,18 @@ setTimeout(() => {
   void Promise.all([front?.stop(), stack.stop()]).finally(() => process.exit(2));
 }, WATCHDOG_MS).unref();
 
-type StormOptions = { attemptTimeoutMs?: number; preferWaitSeconds?: number };
+type StormOptions = { attemptTimeoutMs?: number; preferWaitSeconds?: number; profile?: boolean };
+
+/** Starts (first call) or stops and writes (second) the CPU profile of every app process (bench/profile.cjs). */
+function signalProfilers() {
+  const descendants = (pid: number): number[] => {
+    const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" })
+      .stdout.split("\n")
+      .filter(Boolean);
+    return [pid, ...children.flatMap((c) => descendants(Number(c)))];
+  };
+  for (const pid of PROCESSES.app.flatMap(descendants)) process.kill(pid, "SIGUSR2");
+}
 
 /** OPERATIONS operations through the SDK, started evenly over `rampMs`; what the client saw, and when. */
 async function storm(cardToken: string, rampMs: number, opts: StormOptions = {}) {
@@ -119,6 +148,7 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
   unresolved = OPERATIONS;
   await appLoopDelay(); // starts the app's measure afresh
   ownLoop.reset();
+  if (opts.profile) signalProfilers();
   const start = Date.now();
   const { result: results, ...cpu } = await cpuShares(PROCESSES, () =>
     Promise.all(
@@ -131,6 +161,7 @@ async function storm(cardToken: string, rampMs: number, opts: StormOptions = {})
     ),
   );
   const end = Date.now();
+  if (opts.profile) signalProfilers();
   const loops = { app: await appLoopDelay(), own: { p99: ownLoop.percentile(99) / 1e6, max: ownLoop.max / 1e6 } };
   // Read now: the app keeps only its last 30 s. Every gateway call was made
   // after `start` and answers GATEWAY_DELAY_MS later, so until then every
@@ -218,7 +249,7 @@ try {
   await warmUp();
   const slow = `tok_slow_${GATEWAY_DELAY_MS}`;
   const rounds = {
-    ramped: await quietly(() => storm(slow, RAMP_MS)),
+    ramped: await quietly(() => storm(slow, RAMP_MS, { profile: args.profile })),
     burst: await quietly(() => storm(slow, 0)),
     control: await quietly(() => storm("tok_visa", 0)),
   };
@@ -310,6 +341,7 @@ try {
     { phase: "Prefer: wait rounds (without / with), whole round", ...poolRow(waitRounds.without.pool.whole) },
     { phase: "", ...poolRow(waitRounds.with.pool.whole) },
   ]);
+  if (profileDir) printProfiles(profileDir, rounds.ramped.attempts);
   const rampedP99 = quantile(rounds.ramped.conflictLatencies, 0.99) / GATEWAY_DELAY_MS;
   console.log(`\nramped round: 409 p99 / gateway delay = ${fmt(rampedP99, 3)} (target <= 0.1)`);
   const { whole } = rounds.ramped.pool;
@@ -320,6 +352,25 @@ try {
   await stack.stop();
 }
 process.exit(process.exitCode ?? 0);
+
+/** Whose code each app process ran during the ramped round, per attempt the clients made in it. */
+function printProfiles(dir: string, attempts: number) {
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"))) {
+    const { spanMs, busyMs, shares } = summariseProfile(join(dir, file));
+    if (busyMs < spanMs / 10) continue; // a process that only listened (the launcher)
+    table(
+      `CPU profile of app process ${file.replace(".cpuprofile", "")}, ramped round (${fmt(spanMs / 1000)} s, ` +
+        `busy ${fmt((100 * busyMs) / spanMs, 0)}% of the span; ${attempts} attempts made by the clients)`,
+      shares.map((s) => ({
+        "whose code": s.owner,
+        ms: fmt(s.ms, 0),
+        "% of the span": fmt(s.percent, 1),
+        "µs per attempt": s.owner === "idle" ? "" : fmt((1000 * s.ms) / attempts, 0),
+      })),
+    );
+    console.log(`profile: ${join(dir, file)}`);
+  }
+}
 
 /** A quiet second first, so one round's tail does not overlap the next. */
 async function quietly<T>(run: () => Promise<T>): Promise<T> {
