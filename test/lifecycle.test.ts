@@ -179,6 +179,19 @@ describe("fencing tokens", () => {
     assert.ok(taken && taken.attempt === 2 && taken.idempotencyKey === null, "the handle names the taken record");
   });
 
+  test("a keyless request whose outcome could not be stored gets a handle, not an error that says retry", async () => {
+    // The gateway answered, then storing its answer failed (here: a write the database refuses). Keyed, the error
+    // is answered 503 and the client retries under its key; keyless, a retry would be a second charge.
+    const failingWrite: Statement = { sql: "INSERT INTO no_such_table_for_this_test VALUES (1)", values: [] };
+    const outcome = await runIdempotent(
+      { idempotencyKey: null, route: ROUTE, apiClientId: clientId, requestHash: "f".repeat(64) },
+      async () => ({ kind: "complete", response: STORED, writes: [failingWrite] }),
+    );
+    assert.equal(outcome.kind, "unknown_outcome");
+    const record = outcome.kind === "unknown_outcome" && (await records.findById(outcome.requestId));
+    assert.ok(record && record.phase.name === "released", "released for the sweeper, which asks the gateway");
+  });
+
   test("of two retries racing to take a released claim over, exactly one runs the work", async () => {
     const key = uniqueKey("race");
     const released = await seedRecord({ apiClientId: clientId, phase: "released", key, route: ROUTE, body: BODY });

@@ -85,13 +85,26 @@ const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
 export async function claim(
   claim: ClaimInput,
   now: Date,
-): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null } | { refused: true }> {
+): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null } | { refused: true } | Conflicted> {
   if (claim.idempotencyKey === null) return claimKeyless(claim, now);
   const insert = claimStatement(claim, timing);
   const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
   if ("insertId" in result) return { claimed: heldClaim(claim, result.insertId, now) };
-  if (!isDuplicateKeyError(result.insertError)) throw result.insertError;
+  if (!isDuplicateKeyError(result.insertError)) return conflictedOrThrow(result.insertError);
   return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
+}
+
+/**
+ * The claim's INSERT lost to a lock conflict: InnoDB picked it as a deadlock victim, or Galera failed its
+ * certification against another node's insert (both 1213). Nothing was inserted: the caller goes round again.
+ * Decided here, from the INSERT's own error, and only there: an error after a successful INSERT must never send
+ * a claim round again (a second record for one request).
+ */
+type Conflicted = { conflicted: true };
+
+function conflictedOrThrow(insertError: unknown): Conflicted {
+  if (isLockConflictError(insertError)) return { conflicted: true };
+  throw insertError;
 }
 
 /**
@@ -99,39 +112,37 @@ export async function claim(
  * trip. Refused, the claim is withdrawn together with the refusal's writes (its
  * count), in one transaction.
  *
- * Once the INSERT succeeded, nothing may send the claim round again (a second
- * record for one request): a failure after it, even a lock conflict, which
- * claimOrAnswer would take for a lost INSERT, leaves the record held, like a
- * crash, and the sweeper finishes it (it asks the gateway, which was asked
- * nothing, and writes it off as abandoned). If the read fails, the request
- * fails. If the withdrawal does not land (its fence matched nothing: this
- * process stalled past its lease and the sweeper took the record over; or it
- * failed), the request is refused all the same, and is counted when the sweeper
- * finishes its record: as an accepted keyless request, not a refused one, the
- * one count this rare path gets wrong (conservatively: it says keyless traffic
- * was accepted, which only delays enforcing).
+ * A failure after a successful INSERT leaves the record held, like a crash, and
+ * the sweeper finishes it (it asks the gateway, which was asked nothing, and
+ * writes it off as abandoned): if the read fails, the request fails. If the
+ * withdrawal does not land (its fence matched nothing: this process stalled past
+ * its lease and the sweeper took the record over; or it failed), the request is
+ * refused all the same, and is counted when the sweeper finishes its record: as
+ * an accepted keyless request, not a refused one, the one count this rare path
+ * gets wrong (conservatively: it says keyless traffic was accepted, which only
+ * delays enforcing). Both are logged.
  */
-async function claimKeyless(claim: ClaimInput, now: Date): Promise<{ claimed: IdempotencyRecord } | { refused: true }> {
+async function claimKeyless(
+  claim: ClaimInput,
+  now: Date,
+): Promise<{ claimed: IdempotencyRecord } | { refused: true } | Conflicted> {
   const insert = claimStatement(claim, timing);
   const { admission } = claim;
-  if (!admission) return { claimed: heldClaim(claim, await insertReturningId(insert), now) };
+  if (!admission) {
+    const inserted = await insertReturningId(insert).catch(conflictedOrThrow);
+    return typeof inserted === "bigint" ? { claimed: heldClaim(claim, inserted, now) } : inserted;
+  }
   const result = await insertThenRead<unknown>(insert, admission.read);
-  if ("insertError" in result) throw result.insertError;
-  const rows = result.rows ?? (await queryRows<unknown>(admission.read).catch(afterTheClaim));
+  if ("insertError" in result) return conflictedOrThrow(result.insertError);
+  const rows = result.rows ?? (await queryRows<unknown>(admission.read));
   if (admission.admits(rows)) return { claimed: heldClaim(claim, result.insertId, now) };
   const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites];
-  await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {
-    log.warn({ err: error, requestId: String(result.insertId) }, "keyless claim refused, not withdrawn; swept later");
+  const withdrawn = await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {
+    log.warn({ err: error, requestId: String(result.insertId) }, "refused keyless claim not withdrawn");
+    return null;
   });
+  if (withdrawn === false) log.warn({ requestId: String(result.insertId) }, "refused keyless claim was taken over");
   return { refused: true };
-}
-
-/** An error once a claim is made: never one that claimOrAnswer would answer with another claim. */
-function afterTheClaim(error: unknown): never {
-  if (!isLockConflictError(error)) throw error;
-  throw new Error("the claim was made, but what followed it conflicted; the sweeper finishes its record", {
-    cause: error,
-  });
 }
 
 /** The record this process just inserted, as the claim wrote it (noted on the key's timeline). */

@@ -1,4 +1,3 @@
-import { isLockConflictError } from "~/server/db";
 import { addLogContext } from "~/server/observability/context";
 import { metrics, secondsSince } from "~/server/observability/metrics";
 import { log } from "~/server/observability/log";
@@ -96,16 +95,27 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   if (claimed.kind !== "claimed") return claimed;
   const { record } = claimed;
   addLogContext({ recordId: String(record.id) });
+  if (claim.idempotencyKey === null) return keylessOutcome(record, () => workUnderClaim(record, work));
   const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
-  // Keyless and someone else has the record now (this process stalled past its lease; the sweeper took it over,
-  // and will learn from the gateway what happened): an unknown outcome, with the record as the client's handle.
-  // Never "in progress", which Prefer: wait would answer with another attempt: for a request without a key, a
-  // new claim, a new gateway key, and possibly a second charge.
-  if (claim.idempotencyKey === null && outcome.kind === "in_progress") {
-    return { kind: "unknown_outcome", requestId: record.id };
-  }
   return outcome;
+}
+
+/**
+ * What a keyless request that holds a record is answered: its own outcome (fresh), the one the sweeper stored
+ * (replay), or an unknown outcome with the record as the client's handle. Never "in progress" (someone else took
+ * the record over: this process stalled past its lease), which Prefer: wait would answer with another attempt,
+ * and never an error, which says "retry": without a key, every retry is a new claim, a new gateway key, and
+ * possibly a second charge. The record is settled by the sweeper, which asks the gateway what happened.
+ */
+async function keylessOutcome(record: IdempotencyRecord, work: () => Promise<IdempotentOutcome>) {
+  try {
+    const outcome = await work();
+    if (outcome.kind !== "in_progress") return outcome;
+  } catch (error) {
+    log.error({ err: error, requestId: String(record.id) }, "keyless request failed after its claim; swept later");
+  }
+  return { kind: "unknown_outcome", requestId: record.id } satisfies IdempotentOutcome;
 }
 
 type Claimed = { kind: "claimed"; record: IdempotencyRecord };
@@ -120,16 +130,11 @@ type Claimed = { kind: "claimed"; record: IdempotencyRecord };
 async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Claimed> {
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
-    const result = await records.claim(claim, now).catch((error: unknown) => {
-      // InnoDB picked the insert as a deadlock victim, or Galera failed its
-      // certification against another node's insert (both 1213): go round again.
-      if (isLockConflictError(error)) {
-        metrics.claimConflicts.inc();
-        return undefined;
-      }
-      throw error;
-    });
-    if (result === undefined) continue;
+    const result = await records.claim(claim, now);
+    if ("conflicted" in result) {
+      metrics.claimConflicts.inc();
+      continue;
+    }
     if ("refused" in result) return { kind: "refused" };
     if ("claimed" in result) return { kind: "claimed", record: result.claimed };
     if (!result.found) continue; // deleted (expired) between our insert and our read: go round again
