@@ -52,7 +52,14 @@ export type PlannedOperation = {
   preferWaitSeconds: number;
 };
 
-export type FaultKind = "kill_app" | "kill_database" | "deadlocks" | "expire_in_flight" | "sweep_and_prune";
+export type FaultKind =
+  | "kill_app"
+  | "kill_database"
+  | "deadlocks"
+  | "expire_in_flight"
+  | "sweep_and_prune"
+  /** The header required of one API client (`instance` picks which) for a while, then not: keyless refusals. */
+  | "require_header";
 export type PlannedFault = { at: number; kind: FaultKind; instance: 0 | 1; downMs: number; count: number };
 
 export type Plan = { seed: number; operations: PlannedOperation[]; faults: PlannedFault[] };
@@ -104,6 +111,7 @@ const fault = fc.record({
     "expire_in_flight",
     "expire_in_flight",
     "sweep_and_prune",
+    "require_header",
   ),
   instance: fc.constantFrom<0 | 1>(0, 1),
   downMs: fc.integer({ min: 300, max: 2_500 }),

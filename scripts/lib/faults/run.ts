@@ -37,6 +37,7 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     deadlocks: 0,
     expire_in_flight: 0,
     sweep_and_prune: 0,
+    require_header: 0,
   };
   const effects = { deadlocksForced: 0 };
   const inFlight: Promise<void>[] = [];
@@ -178,6 +179,22 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: { deadloc
         [fault.count * 3],
       );
       await conn.end();
+      return;
+    }
+    case "require_header": {
+      // The rollout switched on for one client, then off: its keyless requests meanwhile are refused, their
+      // claims withdrawn (deleted before any work) amid crashes, deadlocks and sweeps.
+      const conn = await privateDatabase(stack);
+      try {
+        const [client] = (await conn.query("SELECT id FROM api_clients ORDER BY id LIMIT 1 OFFSET ?", [
+          fault.instance,
+        ])) as { id: number }[];
+        await conn.query("UPDATE api_clients SET key_required_since = UTC_TIMESTAMP(6) WHERE id = ?", [client!.id]);
+        await sleep(5_000 + fault.downMs * 4);
+        await conn.query("UPDATE api_clients SET key_required_since = NULL WHERE id = ?", [client!.id]);
+      } finally {
+        await conn.end().catch(() => {});
+      }
       return;
     }
     case "sweep_and_prune": {

@@ -56,6 +56,15 @@ export async function verifyRun(observations: Observation[], since: Date) {
       if (charge?.status !== "failed")
         violations.push(`${what}: answered 402 for charge ${o.chargeId}, not a failed charge in the app`);
     }
+    if (o.status === 400 && o.code === "idempotency_key_required") {
+      // Refused by the rollout: a keyless request only, and nothing charged for it on either side.
+      const customer = o.body.customer_id;
+      if (o.key !== null) violations.push(`${what}: a keyed request was told its key is required`);
+      const charged = gatewayCharges.filter((c) => c.customerId === customer).map((c) => c.id);
+      if (charged.length > 0) violations.push(`${what}: refused, but the gateway charged ${charged}`);
+      if (await db.charge.findFirst({ where: { customerId: customer } }))
+        violations.push(`${what}: refused, but the app recorded a charge for it`);
+    }
     if (o.status === 500 && o.code === "request_abandoned") {
       const clientId = clientIds[o.client]!;
       const charged = gatewayCharges.filter(
