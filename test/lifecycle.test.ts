@@ -192,6 +192,25 @@ describe("fencing tokens", () => {
     assert.ok(record && record.phase.name === "released", "released for the sweeper, which asks the gateway");
   });
 
+  test("a keyless request whose charge the sweeper wrote off meanwhile is not told 'no charge'", async () => {
+    // The gateway answered this request's work, but only after the sweeper had taken the record over and found
+    // nothing (a gateway that broke its Charge-Not-After; Stripe has none): the stored write-off is wrong, and a
+    // client without a key that believed it would charge again.
+    const outcome = await runIdempotent(
+      { idempotencyKey: null, route: ROUTE, apiClientId: clientId, requestHash: "a".repeat(64) },
+      async (held) => {
+        await execute({
+          sql: `UPDATE idempotent_requests SET attempt = attempt + 1, state = 'complete', finished_by = 'abandoned',
+                  lease_expires_at = NULL, response_status = 500,
+                  response_body = '{"error":{"code":"request_abandoned"}}' WHERE id = ?`,
+          values: [held.record.id],
+        });
+        return { kind: "complete", response: STORED, writes: [{ sql: "DO 1", values: [] }] };
+      },
+    );
+    assert.equal(outcome.kind, "unknown_outcome", "not the write-off: the gateway answered this request's work");
+  });
+
   test("of two retries racing to take a released claim over, exactly one runs the work", async () => {
     const key = uniqueKey("race");
     const released = await seedRecord({ apiClientId: clientId, phase: "released", key, route: ROUTE, body: BODY });

@@ -112,9 +112,10 @@ function conflictedOrThrow(insertError: unknown): Conflicted {
  * trip. Refused, the claim is withdrawn together with the refusal's writes (its
  * count), in one transaction.
  *
- * A failure after a successful INSERT leaves the record held, like a crash, and
- * the sweeper finishes it (it asks the gateway, which was asked nothing, and
- * writes it off as abandoned): if the read fails, the request fails. If the
+ * If the read fails, the request fails, and its claim is withdrawn where that
+ * can be done; where not, the record is left held, like a crash's, and the
+ * sweeper finishes it (it asks the gateway, which was asked nothing, and writes
+ * it off as abandoned). If the
  * withdrawal does not land (its fence matched nothing: this process stalled past
  * its lease and the sweeper took the record over; or it failed), the request is
  * refused all the same, and is counted when the sweeper finishes its record: as
@@ -134,7 +135,14 @@ async function claimKeyless(
   }
   const result = await insertThenRead<unknown>(insert, admission.read);
   if ("insertError" in result) return conflictedOrThrow(result.insertError);
-  const rows = result.rows ?? (await queryRows<unknown>(admission.read));
+  const rows =
+    result.rows ??
+    (await queryRows<unknown>(admission.read).catch(async (error: unknown) => {
+      // Not known whether it may go on: nothing is done under the claim, and the request fails (503 or 500). The
+      // claim is withdrawn first where it can be, so that no write-off for a request never worked is left.
+      await execute(withdrawStatement({ id: result.insertId })).catch(() => {});
+      throw error;
+    }));
   if (admission.admits(rows)) return { claimed: heldClaim(claim, result.insertId, now) };
   const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites];
   const withdrawn = await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {

@@ -95,7 +95,7 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   if (claimed.kind !== "claimed") return claimed;
   const { record } = claimed;
   addLogContext({ recordId: String(record.id) });
-  if (claim.idempotencyKey === null) return keylessOutcome(record, () => workUnderClaim(record, work));
+  if (claim.idempotencyKey === null) return keylessOutcome(record, work);
   const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
   return outcome;
@@ -106,17 +106,31 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
  * (replay), or an unknown outcome with the record as the client's handle. Never "in progress" (someone else took
  * the record over: this process stalled past its lease), which Prefer: wait would answer with another attempt,
  * and never an error, which says "retry": without a key, every retry is a new claim, a new gateway key, and
- * possibly a second charge. The record is settled by the sweeper, which asks the gateway what happened.
+ * possibly a second charge. The record is settled by the sweeper, which asks the gateway what happened. Nor the
+ * sweeper's write-off when the gateway did answer this request's work (logged by workUnderClaim): "no charge was
+ * made" would invite the second charge too.
  */
-async function keylessOutcome(record: IdempotencyRecord, work: () => Promise<IdempotentOutcome>) {
+async function keylessOutcome(
+  record: IdempotencyRecord,
+  work: (held: HeldClaim) => Promise<WorkResult>,
+): Promise<IdempotentOutcome> {
+  let answered = false; // the gateway gave the work a definite answer, to be stored
   try {
-    const outcome = await work();
-    if (outcome.kind !== "in_progress") return outcome;
+    const outcome = await workUnderClaim(record, async (held) => {
+      const result = await work(held);
+      answered = result.kind === "complete" && result.writes.length > 0;
+      return result;
+    });
+    if (outcome.kind !== "in_progress" && !(answered && isWriteOff(outcome))) return outcome;
   } catch (error) {
     log.error({ err: error, requestId: String(record.id) }, "keyless request failed after its claim; swept later");
   }
-  return { kind: "unknown_outcome", requestId: record.id } satisfies IdempotentOutcome;
+  return { kind: "unknown_outcome", requestId: record.id };
 }
+
+/** The sweeper's answer for an operation it found no charge for (500 request_abandoned). */
+const isWriteOff = (outcome: IdempotentOutcome) =>
+  outcome.kind === "replay" && outcome.response.body.includes("request_abandoned");
 
 type Claimed = { kind: "claimed"; record: IdempotencyRecord };
 
@@ -197,7 +211,7 @@ export async function workUnderClaim(
     throw error;
   }
   const current = await currentAnswer(record);
-  if (result.writes.length > 0 && current.kind === "replay" && current.response.body.includes("request_abandoned")) {
+  if (result.writes.length > 0 && isWriteOff(current)) {
     // A definite outcome in hand for an operation someone else wrote off: the reconciliation reports the
     // gateway's charge (it has no app charge); say so now, loudly, with what identifies it.
     log.error(

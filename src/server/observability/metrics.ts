@@ -43,8 +43,8 @@ function createMetrics() {
   const claimConflicts = new Counter({
     name: "charges_idempotency_claim_conflicts_total",
     help:
-      "Claim INSERTs that lost a lock conflict (an InnoDB deadlock, a Galera certification failure: 1213) " +
-      "and went round again",
+      "Claim INSERTs that lost a lock conflict (an InnoDB deadlock or a Galera certification failure, 1213; " +
+      "a lock wait timeout, 1205) and went round again",
     registers,
   });
   const gatewaySeconds = new Histogram({
