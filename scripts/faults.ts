@@ -72,7 +72,7 @@ try {
   }
   const { verifyRun } = await import("./lib/faults/verify");
   const { describeCounts } = await import("~/server/ledger/reconcile");
-  const verdict = await verifyRun(result.observations, since);
+  const verdict = await verifyRun(result.observations, since, result.requiredWindows);
 
   const byStatus: Record<string, number> = {};
   const byKind: Record<string, number> = {};
@@ -87,6 +87,7 @@ try {
   console.log(`operations ${result.observations.length}: ${JSON.stringify(byKind)}`);
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
+  console.log(`keyless requests sent and answered while the header was required of their client: ${verdict.refusable}`);
   console.log(
     `ledger: ${describeCounts(verdict.report)}, repaired by the closing reconciliation ${verdict.report.repaired}`,
   );

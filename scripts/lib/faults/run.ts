@@ -21,7 +21,13 @@ export type Observation = {
   gatewayChargeId?: string;
   replayed?: boolean;
   problem?: string;
+  /** When the client sent it and when it had its answer (or gave up), ms since the epoch. */
+  sentAt?: number;
+  doneAt?: number;
 };
+
+/** While the header was required of a client (`require_header`): from after the switch committed to before it ended. */
+export type RequiredWindow = { client: 0 | 1; from: number; to: number };
 
 type ChargeBody = { amount_cents: number; currency: string; card_token: string; customer_id: string };
 
@@ -39,7 +45,7 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     sweep_and_prune: 0,
     require_header: 0,
   };
-  const effects = { deadlocksForced: 0 };
+  const effects = { deadlocksForced: 0, requiredWindows: [] as RequiredWindow[], ending: [] as Promise<void>[] };
   const inFlight: Promise<void>[] = [];
 
   const faultLoop = (async () => {
@@ -83,15 +89,22 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     }
     const observation: Observation = { index, kind: op.kind, client, key, body };
     observations.push(observation);
+    observation.sentAt = Date.now();
     inFlight.push(
-      send(op, observation, stack).catch((e) => {
-        observation.problem = String(e);
-      }),
+      send(op, observation, stack)
+        .catch((e) => {
+          observation.problem = String(e);
+        })
+        .finally(() => {
+          observation.doneAt = Date.now();
+        }),
     );
   }
   await Promise.all(inFlight);
   await faultLoop;
-  return { observations, faultsDone, ...effects, durationMs: Date.now() - started };
+  await Promise.all(effects.ending);
+  const { deadlocksForced, requiredWindows } = effects;
+  return { observations, faultsDone, deadlocksForced, requiredWindows, durationMs: Date.now() - started };
 }
 
 /** One operation as its client sends it. */
@@ -152,6 +165,15 @@ async function send(op: PlannedOperation, o: Observation, stack: FaultStack) {
   }
 }
 
+async function onPrivateDatabase(stack: FaultStack, sql: string) {
+  const conn = await privateDatabase(stack);
+  try {
+    await conn.query(sql);
+  } finally {
+    await conn.end().catch(() => {});
+  }
+}
+
 async function privateDatabase(stack: FaultStack) {
   return mariadb.createConnection({
     host: "127.0.0.1",
@@ -161,7 +183,9 @@ async function privateDatabase(stack: FaultStack) {
   });
 }
 
-async function strike(fault: PlannedFault, stack: FaultStack, effects: { deadlocksForced: number }) {
+type Effects = { deadlocksForced: number; requiredWindows: RequiredWindow[]; ending: Promise<void>[] };
+
+async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) {
   switch (fault.kind) {
     case "kill_app":
       return stack.crashApp(fault.instance, fault.downMs);
@@ -182,19 +206,30 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: { deadloc
       return;
     }
     case "require_header": {
-      // The rollout switched on for one client, then off: its keyless requests meanwhile are refused, their
-      // claims withdrawn (deleted before any work) amid crashes, deadlocks and sweeps.
-      const conn = await privateDatabase(stack);
-      try {
-        const [client] = (await conn.query("SELECT id FROM api_clients ORDER BY id LIMIT 1 OFFSET ?", [
-          fault.instance,
-        ])) as { id: number }[];
-        await conn.query("UPDATE api_clients SET key_required_since = UTC_TIMESTAMP(6) WHERE id = ?", [client!.id]);
-        await sleep(5_000 + fault.downMs * 4);
-        await conn.query("UPDATE api_clients SET key_required_since = NULL WHERE id = ?", [client!.id]);
-      } finally {
-        await conn.end().catch(() => {});
-      }
+      // The rollout switched on for one client for 5-15 s, then off, while the next faults strike: its keyless
+      // requests meanwhile are refused and their claims withdrawn (deleted before any work).
+      const sql = (on: boolean) =>
+        `UPDATE api_clients SET key_required_since = ${on ? "UTC_TIMESTAMP(6)" : "NULL"}
+          WHERE id = (SELECT id FROM (SELECT id FROM api_clients ORDER BY id LIMIT 1 OFFSET ${fault.instance}) c)`;
+      await onPrivateDatabase(stack, sql(true));
+      const from = Date.now();
+      effects.ending.push(
+        sleep(5_000 + fault.downMs * 4).then(async () => {
+          effects.requiredWindows.push({ client: fault.instance, from, to: Date.now() });
+          // Again and again if need be: the database may be down (kill_database) when the window ends.
+          for (
+            let tries = 0;
+            !(await onPrivateDatabase(stack, sql(false)).then(
+              () => true,
+              () => false,
+            ));
+            tries++
+          ) {
+            if (tries === 60) throw new Error("require_header: the header could not be switched back off");
+            await sleep(500);
+          }
+        }),
+      );
       return;
     }
     case "sweep_and_prune": {

@@ -7,7 +7,7 @@ import { db } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { keyToBytes, decodeRecord } from "~/server/idempotency";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
-import type { Observation } from "./run";
+import type { Observation, RequiredWindow } from "./run";
 
 async function allGatewayCharges(since: Date, until: Date): Promise<ListedGatewayCharge[]> {
   const charges: ListedGatewayCharge[] = [];
@@ -20,7 +20,7 @@ async function allGatewayCharges(since: Date, until: Date): Promise<ListedGatewa
   return charges;
 }
 
-export async function verifyRun(observations: Observation[], since: Date) {
+export async function verifyRun(observations: Observation[], since: Date, requiredWindows: RequiredWindow[]) {
   const until = new Date();
   const violations: string[] = [];
   const report = await checkLedgerInvariants({ since, until });
@@ -41,6 +41,7 @@ export async function verifyRun(observations: Observation[], since: Date) {
 
   // Every answer a client saw agrees with the ledger.
   const clientIds = (await db.apiClient.findMany({ orderBy: { id: "asc" }, select: { id: true } })).map((c) => c.id);
+  let refused = 0;
   for (const o of observations) {
     const what = `operation ${o.index} (${o.kind}${o.key ? ` ${o.key}` : ""})`;
     if (o.status === 201) {
@@ -56,19 +57,30 @@ export async function verifyRun(observations: Observation[], since: Date) {
       if (charge?.status !== "failed")
         violations.push(`${what}: answered 402 for charge ${o.chargeId}, not a failed charge in the app`);
     }
-    if (o.status === 400 && o.code === "idempotency_key_required") {
-      // Refused by the rollout: a keyless request only, and nothing charged for it on either side.
+    // A keyless request sent and answered (or given up on) while the header was required of its client: its mode
+    // read saw "required", whatever reached the client, so nothing may be charged for it on either side.
+    const refusable =
+      o.key === null && requiredWindows.some((w) => w.client === o.client && o.sentAt! >= w.from && o.doneAt! <= w.to);
+    if (refusable) refused += 1;
+    if (refusable || (o.status === 400 && o.code === "idempotency_key_required")) {
+      // Its operation is its customer: each keyless operation names a customer of its own.
       const customer = o.body.customer_id;
       if (o.key !== null) violations.push(`${what}: a keyed request was told its key is required`);
+      // 503 or 500 are fine (the database was down before its mode was known), a charge's answer is not.
+      if (refusable && [201, 402, 502].includes(o.status ?? 0))
+        violations.push(`${what}: sent while the header was required, answered ${o.status}`);
       const charged = gatewayCharges.filter((c) => c.customerId === customer).map((c) => c.id);
       if (charged.length > 0) violations.push(`${what}: refused, but the gateway charged ${charged}`);
       if (await db.charge.findFirst({ where: { customerId: customer } }))
         violations.push(`${what}: refused, but the app recorded a charge for it`);
     }
     if (o.status === 500 && o.code === "request_abandoned") {
+      // A keyed operation is its key; a keyless one, its customer.
       const clientId = clientIds[o.client]!;
-      const charged = gatewayCharges.filter(
-        (c) => c.metadata?.idempotencyKey === o.key && c.metadata?.apiClientId === String(clientId),
+      const charged = gatewayCharges.filter((c) =>
+        o.key === null
+          ? c.customerId === o.body.customer_id
+          : c.metadata?.idempotencyKey === o.key && c.metadata?.apiClientId === String(clientId),
       );
       if (charged.length > 0)
         violations.push(`${what}: answered request_abandoned, but the gateway charged ${charged.map((c) => c.id)}`);
@@ -76,7 +88,7 @@ export async function verifyRun(observations: Observation[], since: Date) {
         ? await db.idempotentRequest.findUnique({
             where: { idempotencyKey_route: { idempotencyKey: keyToBytes(o.key), route: "POST /api/charges" } },
           })
-        : null;
+        : await db.idempotentRequest.findFirst({ where: { idempotencyKey: null, customerId: o.body.customer_id } });
       const record = row ? decodeRecord(row) : null;
       if (record?.phase.name !== "complete" || record.phase.finishedBy !== "abandoned") {
         violations.push(
@@ -85,5 +97,5 @@ export async function verifyRun(observations: Observation[], since: Date) {
       }
     }
   }
-  return { violations, report, gatewayCharges: gatewayCharges.length };
+  return { violations, report, gatewayCharges: gatewayCharges.length, refusable: refused };
 }
