@@ -302,7 +302,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
         seen.push(rows);
         return true;
       },
-      refusalWrites: [],
+      refusalWrites: () => [],
     };
     let runs = 0;
     const outcome = await runIdempotent(keyless(admission), async () => {
@@ -320,7 +320,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     const admission: Admission = {
       read: { sql: "SELECT 1 AS required", values: [] },
       admits: () => false,
-      refusalWrites: [keylessCountStatement(clientId, refusalHour, { refused: true })],
+      refusalWrites: () => [keylessCountStatement(clientId, refusalHour, { refused: true })],
     };
     let runs = 0;
     const outcome = await runIdempotent(keyless(admission), async () => {
@@ -357,7 +357,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     const { admission: _, ...claim } = keyless({
       read: { sql: "", values: [] },
       admits: () => true,
-      refusalWrites: [],
+      refusalWrites: () => [],
     });
     const insert = claimStatement(claim, records.timing);
     const result = await insertThenRead(insert, { sql: "SELECT no_such_column FROM settings", values: [] });

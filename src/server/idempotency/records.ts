@@ -115,13 +115,12 @@ function conflictedOrThrow(insertError: unknown): Conflicted {
  * If the read fails, the request fails, and its claim is withdrawn where that
  * can be done; where not, the record is left held, like a crash's, and the
  * sweeper finishes it (it asks the gateway, which was asked nothing, and writes
- * it off as abandoned). If the
- * withdrawal does not land (its fence matched nothing: this process stalled past
- * its lease and the sweeper took the record over; or it failed), the request is
- * refused all the same, and is counted when the sweeper finishes its record: as
- * an accepted keyless request, not a refused one, the one count this rare path
- * gets wrong (conservatively: it says keyless traffic was accepted, which only
- * delays enforcing). Both are logged.
+ * it off as abandoned). If the withdrawal does not land (its fence matched
+ * nothing: this process stalled past its lease and the sweeper took the record
+ * over; or it failed), the request is refused all the same, and is counted when
+ * the sweeper finishes its record: as an accepted keyless request, not a refused
+ * one, the one count this rare path gets wrong (conservatively: it says keyless
+ * traffic was accepted, which only delays enforcing). Both are logged.
  */
 async function claimKeyless(
   claim: ClaimInput,
@@ -144,7 +143,7 @@ async function claimKeyless(
       throw error;
     }));
   if (admission.admits(rows)) return { claimed: heldClaim(claim, result.insertId, now) };
-  const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites];
+  const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites()];
   const withdrawn = await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {
     log.warn({ err: error, requestId: String(result.insertId) }, "refused keyless claim not withdrawn");
     return null;

@@ -114,11 +114,11 @@ async function keylessOutcome(
   record: IdempotencyRecord,
   work: (held: HeldClaim) => Promise<WorkResult>,
 ): Promise<IdempotentOutcome> {
-  let answered = false; // the gateway gave the work a definite answer, to be stored
+  let answered = false;
   try {
     const outcome = await workUnderClaim(record, async (held) => {
       const result = await work(held);
-      answered = result.kind === "complete" && result.writes.length > 0;
+      answered = gatewayAnswered(result);
       return result;
     });
     if (outcome.kind !== "in_progress" && !(answered && isWriteOff(outcome))) return outcome;
@@ -127,6 +127,12 @@ async function keylessOutcome(
   }
   return { kind: "unknown_outcome", requestId: record.id };
 }
+
+/**
+ * The work came back complete with rows to store: for a request's own work, the gateway's definite answer (a
+ * charge or a decline). (A sweeper's write-off of a keyless record stores its count too.)
+ */
+const gatewayAnswered = (result: WorkResult) => result.kind === "complete" && result.writes.length > 0;
 
 /** The sweeper's answer for an operation it found no charge for (500 request_abandoned). */
 const isWriteOff = (outcome: IdempotentOutcome) =>
@@ -211,7 +217,7 @@ export async function workUnderClaim(
     throw error;
   }
   const current = await currentAnswer(record);
-  if (result.writes.length > 0 && isWriteOff(current)) {
+  if (gatewayAnswered(result) && isWriteOff(current)) {
     // A definite outcome in hand for an operation someone else wrote off: the reconciliation reports the
     // gateway's charge (it has no app charge); say so now, loudly, with what identifies it.
     log.error(

@@ -21,13 +21,14 @@ export type ClaimInput = {
  * What decides whether a keyless request may go on (the rollout mode), read in
  * the same socket write as its claim's INSERT instead of in a round trip before
  * it. When `admits` says no, the fresh claim is withdrawn (deleted, before any
- * work) together with `refusalWrites`, in one transaction, and the request is
- * answered `refused`.
+ * work) together with `refusalWrites()`, in one transaction, and the request is
+ * answered `refused`. The writes are made only then: an admitted request, the
+ * common case, pays nothing for them.
  */
 export type Admission = {
   read: Statement;
   admits: (rows: unknown[]) => boolean;
-  refusalWrites: Statement[];
+  refusalWrites: () => Statement[];
 };
 
 /** A claim this process holds: the record, and when its work must be done by. */
@@ -59,5 +60,5 @@ export type IdempotentOutcome =
   | { kind: "key_reused" }
   /** The work's outcome is unknown; the claim was released for the next attempt (or, keyless, for the sweeper). */
   | { kind: "unknown_outcome"; requestId: bigint }
-  /** Keyless, and its admission said no: nothing was charged, and nothing of it is left but `refusalWrites`. */
+  /** Keyless, and its admission said no: nothing was charged, and nothing of it is left but `refusalWrites()`. */
   | { kind: "refused" };

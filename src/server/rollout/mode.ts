@@ -42,11 +42,11 @@ export async function modeForKeylessRequest(apiClientId: number): Promise<Idempo
  * write as the claim's INSERT, so that an admitted keyless request costs no more round trips than a keyed one.
  * Refused, its claim is withdrawn and the request counted as refused, in one transaction.
  */
-export function keylessAdmission(apiClientId: number, at = new Date()): Admission {
+export function keylessAdmission(apiClientId: number): Admission {
   return {
     read: keylessModeStatement(apiClientId),
     admits: (rows) => modeOfRows(rows) === "optional",
-    refusalWrites: [keylessCountStatement(apiClientId, at, { refused: true })],
+    refusalWrites: () => [keylessCountStatement(apiClientId, new Date(), { refused: true })],
   };
 }
 
