@@ -87,7 +87,9 @@ try {
   console.log(`operations ${result.observations.length}: ${JSON.stringify(byKind)}`);
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
-  console.log(`keyless requests sent and answered while the header was required of their client: ${verdict.refusable}`);
+  console.log(
+    `keyless requests sent and answered while the header was required of their client: ${verdict.insideWindows}`,
+  );
   console.log(
     `ledger: ${describeCounts(verdict.report)}, repaired by the closing reconciliation ${verdict.report.repaired}`,
   );

@@ -87,9 +87,8 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
         op.kind === "other_body" ? { ...original.body, amount_cents: original.body.amount_cents + 1 } : original.body;
       client = op.kind === "other_client" ? ((1 - original.client) as 0 | 1) : original.client;
     }
-    const observation: Observation = { index, kind: op.kind, client, key, body };
+    const observation: Observation = { index, kind: op.kind, client, key, body, sentAt: Date.now() };
     observations.push(observation);
-    observation.sentAt = Date.now();
     inFlight.push(
       send(op, observation, stack)
         .catch((e) => {
@@ -217,16 +216,14 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) 
         sleep(5_000 + fault.downMs * 4).then(async () => {
           effects.requiredWindows.push({ client: fault.instance, from, to: Date.now() });
           // Again and again if need be: the database may be down (kill_database) when the window ends.
-          for (
-            let tries = 0;
-            !(await onPrivateDatabase(stack, sql(false)).then(
-              () => true,
-              () => false,
-            ));
-            tries++
-          ) {
-            if (tries === 60) throw new Error("require_header: the header could not be switched back off");
-            await sleep(500);
+          for (let tries = 0; ; tries++) {
+            try {
+              return await onPrivateDatabase(stack, sql(false));
+            } catch (error) {
+              if (tries === 60)
+                throw new Error("require_header: the header could not be switched back off", { cause: error });
+              await sleep(500);
+            }
           }
         }),
       );

@@ -41,7 +41,14 @@ export async function verifyRun(observations: Observation[], since: Date, requir
 
   // Every answer a client saw agrees with the ledger.
   const clientIds = (await db.apiClient.findMany({ orderBy: { id: "asc" }, select: { id: true } })).map((c) => c.id);
-  let refused = 0;
+  /** The gateway's charges for an observation's operation: keyed, its client's key; keyless, its own customer. */
+  const chargesOf = (o: Observation) =>
+    gatewayCharges.filter((c) =>
+      o.key === null
+        ? c.customerId === o.body.customer_id
+        : c.metadata?.idempotencyKey === o.key && c.metadata?.apiClientId === String(clientIds[o.client]),
+    );
+  let insideWindows = 0;
   for (const o of observations) {
     const what = `operation ${o.index} (${o.kind}${o.key ? ` ${o.key}` : ""})`;
     if (o.status === 201) {
@@ -61,27 +68,20 @@ export async function verifyRun(observations: Observation[], since: Date, requir
     // read saw "required", whatever reached the client, so nothing may be charged for it on either side.
     const refusable =
       o.key === null && requiredWindows.some((w) => w.client === o.client && o.sentAt! >= w.from && o.doneAt! <= w.to);
-    if (refusable) refused += 1;
+    if (refusable) insideWindows += 1;
     if (refusable || (o.status === 400 && o.code === "idempotency_key_required")) {
-      // Its operation is its customer: each keyless operation names a customer of its own.
-      const customer = o.body.customer_id;
       if (o.key !== null) violations.push(`${what}: a keyed request was told its key is required`);
       // 503 or 500 are fine (the database was down before its mode was known), a charge's answer is not.
       if (refusable && [201, 402, 502].includes(o.status ?? 0))
         violations.push(`${what}: sent while the header was required, answered ${o.status}`);
-      const charged = gatewayCharges.filter((c) => c.customerId === customer).map((c) => c.id);
+      const charged = chargesOf(o).map((c) => c.id);
       if (charged.length > 0) violations.push(`${what}: refused, but the gateway charged ${charged}`);
-      if (await db.charge.findFirst({ where: { customerId: customer } }))
+      // Each keyless operation names a customer of its own.
+      if (await db.charge.findFirst({ where: { customerId: o.body.customer_id } }))
         violations.push(`${what}: refused, but the app recorded a charge for it`);
     }
     if (o.status === 500 && o.code === "request_abandoned") {
-      // A keyed operation is its key; a keyless one, its customer.
-      const clientId = clientIds[o.client]!;
-      const charged = gatewayCharges.filter((c) =>
-        o.key === null
-          ? c.customerId === o.body.customer_id
-          : c.metadata?.idempotencyKey === o.key && c.metadata?.apiClientId === String(clientId),
-      );
+      const charged = chargesOf(o);
       if (charged.length > 0)
         violations.push(`${what}: answered request_abandoned, but the gateway charged ${charged.map((c) => c.id)}`);
       const row = o.key
@@ -97,5 +97,5 @@ export async function verifyRun(observations: Observation[], since: Date, requir
       }
     }
   }
-  return { violations, report, gatewayCharges: gatewayCharges.length, refusable: refused };
+  return { violations, report, gatewayCharges: gatewayCharges.length, insideWindows };
 }
