@@ -5,7 +5,7 @@ import { env } from "~/env";
 import type { FinishedBy } from "~/generated/prisma/client";
 import { chargesOfCustomer, removeCharges } from "~/gateway-sim/inspect";
 import { createApiClient } from "~/server/auth/apiClients";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
 import { deriveGatewayKey, gateway, type GatewayCharge } from "~/server/gateway";

@@ -3,7 +3,7 @@ import { deriveGatewayKey, gateway, type ChargeMetadata } from "~/server/gateway
 import type { HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { metrics, secondsSince } from "~/server/observability/metrics";
-import { chargeCompletion, completionWrites } from "./chargeRows";
+import { chargeCompletion } from "./chargeRows";
 import { abandonedResponse } from "./responses";
 import type { CreateChargeInput } from "./schema";
 
@@ -75,10 +75,8 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
   switch (lookup.kind) {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
-    case "not_charged": {
-      const writes = completionWrites(held.record, []);
-      return { kind: "complete", response: abandonedResponse, writes, finishedBy: "abandoned" };
-    }
+    case "not_charged":
+      return { kind: "complete", response: abandonedResponse, writes: [], finishedBy: "abandoned" };
     case "unproven":
       log.warn({ ...recordFields(held.record), reason: lookup.reason }, "the gateway cannot tell yet; ask again later");
       return { kind: "unknown" };

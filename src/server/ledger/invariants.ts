@@ -7,7 +7,7 @@
  * 4. nothing is left in progress.
  * 1 and 2 are what the reconciliation finds; 3 and 4 are read from the tables.
  */
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { answersWithoutTheirCharge, recordsInProgress } from "~/server/idempotency";
 import { describeCounts, reconcileLedger, type Finding, type UnlistedAppCharges } from "./reconcile";
 

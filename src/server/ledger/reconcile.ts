@@ -18,6 +18,7 @@ import { chargeCompletion } from "~/server/charges/chargeRows";
 import { db } from "~/server/db";
 import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { findRecord, finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
+import { withKeylessCount } from "~/server/operations/submitOperation";
 
 export type Finding = {
   kind: LedgerMismatchKind;
@@ -134,7 +135,7 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
       // Nobody is finishing it, and the gateway says what happened: finish it with that.
       const key = charge.idempotencyKey;
       const result = await finishUnfinished(record, async (held) =>
-        chargeCompletion(held.record, charge, key, "reconciled"),
+        withKeylessCount(held.record, chargeCompletion(held.record, charge, key, "reconciled")),
       );
       return result.kind === "finished" ? "repaired" : "in_flight";
     }
