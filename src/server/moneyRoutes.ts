@@ -1,4 +1,5 @@
 import { chargeOperation } from "~/server/charges/chargeOperation";
+import { refundOperation } from "~/server/refunds/refundOperation";
 import type { HeldClaim, WorkResult } from "~/server/idempotency";
 import type { MoneyOperation } from "~/server/operations/moneyOperation";
 import { withKeylessCount } from "~/server/operations/submitOperation";
@@ -10,7 +11,7 @@ import { withKeylessCount } from "~/server/operations/submitOperation";
 /** What is known of a money route beyond its own requests: its name and how to settle its records. */
 type RegisteredOperation = Pick<MoneyOperation<unknown>, "route" | "settle">;
 
-export const MONEY_OPERATIONS: readonly RegisteredOperation[] = [chargeOperation];
+export const MONEY_OPERATIONS: readonly RegisteredOperation[] = [chargeOperation, refundOperation];
 
 export const MONEY_ROUTES = MONEY_OPERATIONS.map((operation) => operation.route);
 

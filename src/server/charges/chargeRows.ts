@@ -27,6 +27,8 @@ export function chargeFromGateway(
     gatewayIdempotencyKey: gatewayKey,
     idempotentRequestId: owner.id,
     createdAt: new Date(),
+    amountRefundedCents: 0,
+    refundHeldCents: 0,
   };
 }
 

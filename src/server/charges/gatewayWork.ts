@@ -1,5 +1,5 @@
 import { env } from "~/env";
-import { deriveGatewayKey, gateway, type ChargeMetadata } from "~/server/gateway";
+import { deriveGatewayKey, gateway, metadataFor } from "~/server/gateway";
 import type { HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { metrics, secondsSince } from "~/server/observability/metrics";
@@ -13,15 +13,6 @@ const recordFields = (record: IdempotencyRecord) => ({
   apiClientId: record.apiClientId,
   idempotencyKey: record.idempotencyKey,
 });
-
-/** What the gateway keeps beside each charge, so the ledger can name the operation behind it. */
-export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
-  return {
-    requestId: String(record.id),
-    apiClientId: String(record.apiClientId),
-    idempotencyKey: record.idempotencyKey,
-  };
-}
 
 /**
  * The work of POST /api/charges under a held claim: one gateway call under the
