@@ -7,7 +7,6 @@
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
 export {
-  answersWithoutTheirCharge,
   countInProgress,
   countRecords,
   findOperation,

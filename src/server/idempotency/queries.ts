@@ -1,6 +1,5 @@
 import { db, driverErrorCode } from "~/server/db";
 import {
-  answersWithoutTheirChargeStatement,
   decodeRecord,
   isExpired,
   keyPrefixStatement,
@@ -44,12 +43,6 @@ export async function findOperation(
   return record.phase.name === "complete"
     ? { kind: "complete", response: record.phase.response }
     : { kind: "in_progress", since: record.createdAt };
-}
-
-/** Complete records of `route` answered 201 since `since` whose answer names no charge of theirs (ids). */
-export async function answersWithoutTheirCharge(route: string, since: Date): Promise<bigint[]> {
-  const { sql, values } = answersWithoutTheirChargeStatement(route, since);
-  return (await db.$queryRawUnsafe<{ id: bigint }[]>(sql, ...values)).map((r) => r.id);
 }
 
 /** Records of `route` (every route when omitted) still in progress: at most `limit` ids. */

@@ -42,7 +42,7 @@ export async function submitOperation<Input>(
   const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
   if (key.kind === "invalid") return errorOutcome("invalid_idempotency_key", { message: key.reason });
   addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
-  const checked = await checkBeforeClaim(operation, args);
+  const checked = await checkBeforeClaim(operation, args, key.kind === "valid" ? key.key : null);
   if (key.kind === "valid") {
     countKeyedRequest(args.apiClientId);
     return "input" in checked ? claimAndWork(operation, args, checked.input, key.key) : checked.answer;
@@ -62,13 +62,18 @@ export async function submitOperation<Input>(
 async function checkBeforeClaim<Input>(
   operation: MoneyOperation<Input>,
   args: SubmitArgs,
+  idempotencyKey: string | null,
 ): Promise<{ answer: OperationOutcome } | { input: Input }> {
   const parsed = operation.schema.safeParse(args.body);
   if (!parsed.success) {
     return { answer: errorOutcome("invalid_request", { details: { fields: fieldErrors(parsed.error) } }) };
   }
+  // A refusal is for a new operation only: a retry of one under way or done (whose own hold may be what left
+  // nothing to refund) goes on to the protocol, which replays, answers 409 or 422, or takes it over.
   const refusal = await operation.precheck?.(args.apiClientId, parsed.data);
-  if (refusal) return { answer: errorOutcome(refusal.code, refusal) };
+  if (refusal && !(idempotencyKey && (await operationExists(operation, args.apiClientId, idempotencyKey)))) {
+    return { answer: errorOutcome(refusal.code, { message: refusal.message, details: refusal.details }) };
+  }
   // The last moment to drop the work: past here a key is claimed and must be
   // finished. Under overload, attempts wait so long that their client has timed
   // out (and retried); working on them anyway is how overload feeds itself.
@@ -135,6 +140,11 @@ async function claimAndWork<Input>(
 export function withKeylessCount(record: IdempotencyRecord, result: WorkResult): WorkResult {
   if (result.kind !== "complete" || record.idempotencyKey !== null) return result;
   return { ...result, writes: [...result.writes, keylessCountStatement(record.apiClientId, record.createdAt)] };
+}
+
+async function operationExists<Input>(operation: MoneyOperation<Input>, apiClientId: number, idempotencyKey: string) {
+  const state = await findOperation({ idempotencyKey, route: operation.route, apiClientId });
+  return state.kind !== "unknown";
 }
 
 /**

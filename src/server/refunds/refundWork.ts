@@ -81,6 +81,12 @@ export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput)
   }
   const { hold } = holding;
   const gatewayKey = deriveGatewayKey(held.record);
+  // A take-over (an earlier attempt's outcome is unknown) asks first: Stripe replays a stored 500 to every retry
+  // under the key, but its refund list is strongly consistent.
+  if (held.record.attempt > 1) {
+    const lookup = await gateway.findRefund({ idempotencyKey: gatewayKey, chargeId: hold.gatewayChargeId });
+    if (lookup.kind === "refunded") return refundCompletion(held.record, hold, lookup.refund, gatewayKey);
+  }
   const timeoutMs = Math.min(env.GATEWAY_TIMEOUT_MS, held.deadline.getTime() - Date.now());
   try {
     const made = await gateway.refund(
