@@ -61,7 +61,7 @@ for (const r of ROUTES) {
     postTo(r.path, { apiKey, key, body, headers });
 
   describe(`${r.route}: the Idempotency-Key protocol`, () => {
-    test("a retry replays the first answer byte for byte, with both replay headers; the first has neither", async () => {
+    test("a retry replays the first answer byte for byte with both replay headers; the first has none", async () => {
       const [key, body] = [uniqueKey(), await r.body(apiKey)];
       const first = await post(key, body);
       assert.equal(first.status, 201, first.text);
@@ -102,7 +102,7 @@ for (const r of ROUTES) {
       assertError(await post(key, r.other(body)), 422, "idempotency_key_reused");
     });
 
-    test("GET ?idempotency_key= settles it without resending: the stored answer, or 404 for an unknown key", async () => {
+    test("GET ?idempotency_key= settles it without resending: the stored answer; 404 for an unknown key", async () => {
       const [key, body] = [uniqueKey(), await r.body(apiKey)];
       const first = await post(key, body);
       const auth = { Authorization: `Bearer ${apiKey}` };

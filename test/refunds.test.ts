@@ -51,7 +51,7 @@ async function refundedOf(chargeId: string) {
 }
 
 describe("POST /api/refunds", () => {
-  test("201 with the refund; the charge shows amount_refunded_cents and its refunds; GET /api/refunds/:id", async () => {
+  test("201 with the refund; the charge shows amount_refunded_cents and refunds; GET /api/refunds/:id", async () => {
     const charge = await newCharge(apiKey, { amount_cents: 2000 });
     const partial = await refund({ charge, amount_cents: 500, reason: "duplicate" });
     assert.equal(partial.status, 201, partial.text);

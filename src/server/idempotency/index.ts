@@ -7,6 +7,7 @@
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
 export {
+  answersWithoutTheirRow,
   countInProgress,
   countRecords,
   findOperation,

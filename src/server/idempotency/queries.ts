@@ -1,5 +1,6 @@
 import { db, driverErrorCode } from "~/server/db";
 import {
+  answersWithoutTheirRowStatement,
   decodeRecord,
   isExpired,
   keyPrefixStatement,
@@ -43,6 +44,12 @@ export async function findOperation(
   return record.phase.name === "complete"
     ? { kind: "complete", response: record.phase.response }
     : { kind: "in_progress", since: record.createdAt };
+}
+
+/** Complete records of `route` answered 201 since `since` whose answer names no row of theirs in `table` (ids). */
+export async function answersWithoutTheirRow(route: string, table: "charges" | "refunds", since: Date) {
+  const { sql, values } = answersWithoutTheirRowStatement(route, table, since);
+  return (await db.$queryRawUnsafe<{ id: bigint }[]>(sql, ...values)).map((r) => r.id);
 }
 
 /** Records of `route` (every route when omitted) still in progress: at most `limit` ids. */

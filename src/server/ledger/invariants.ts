@@ -9,8 +9,7 @@
  * 1, 2 and 4 are what the reconciliation finds; 3 and 5 are read from the tables.
  */
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
-import { queryRows } from "~/server/db";
-import { recordsInProgress } from "~/server/idempotency";
+import { answersWithoutTheirRow, recordsInProgress } from "~/server/idempotency";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { describeCounts, reconcileLedger, type Finding, type UnlistedAppCharges } from "./reconcile";
 
@@ -57,20 +56,6 @@ export async function checkLedgerInvariants({
     ...report,
     ok: report.findings.length === 0 && report.answersWithoutCharge.length === 0 && report.inProgress.length === 0,
   };
-}
-
-/**
- * "Every stored 201 names its own row": the ids of complete records of `route` answered 201 since `since` whose
- * body names no row of theirs in `table` (the money rows of that route, tied to their record).
- */
-async function answersWithoutTheirRow(route: string, table: "charges" | "refunds", since: Date): Promise<bigint[]> {
-  const rows = await queryRows<{ id: bigint }>({
-    sql: `SELECT r.id FROM idempotent_requests r LEFT JOIN ${table} m ON m.idempotent_request_id = r.id
-           WHERE r.route = ? AND r.state = 'complete' AND r.response_status = 201 AND r.updated_at >= ?
-             AND (m.id IS NULL OR m.id <> JSON_UNQUOTE(JSON_EXTRACT(r.response_body, '$.id')))`,
-    values: [route, since],
-  });
-  return rows.map((r) => BigInt(r.id));
 }
 
 export function describeReport(report: InvariantReport): string {
