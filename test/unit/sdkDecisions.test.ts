@@ -377,7 +377,7 @@ describe("refunds: the same protocol through the same loop", () => {
     }
   });
 
-  test("the deadline: a RefundDeadlineError, which is an OperationDeadlineError, naming refunds' own calls", async () => {
+  test("the deadline: a RefundDeadlineError (an OperationDeadlineError) naming refunds' own calls", async () => {
     const { sdk } = client(
       Array.from({ length: 50 }, () => ({ status: 503, body: error("gateway_unavailable") })),
       { deadlineMs: 100 },
