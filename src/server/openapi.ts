@@ -235,7 +235,7 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
   };
   const settle = {
     operationId: `find${object}ByIdempotencyKey`,
-    summary: "Settle an operation by its Idempotency-Key",
+    summary: `Settle a ${noun} by its Idempotency-Key`,
     description:
       "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
       "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
