@@ -30,6 +30,20 @@ before(async () => {
 });
 after(closeConnections);
 
+/** The headers an answer may carry beyond the standard ones: each one sent must be documented. */
+const ANSWER_HEADERS = [
+  "Retry-After",
+  "Link",
+  "Idempotent-Replay",
+  "Idempotent-Replayed",
+  "Original-Request",
+  "Idempotency-Key",
+  "Idempotency-Key-Expires",
+  "Location",
+  "Preference-Applied",
+  "Request-Id",
+];
+
 /** Checks a real response against what the document says for its path and status. */
 function conforms(path: string, method: string, res: ApiResponse) {
   const documented = doc.paths[path][method].responses[String(res.status)];
@@ -48,7 +62,7 @@ function conforms(path: string, method: string, res: ApiResponse) {
     assert.ok(documented.headers?.["Retry-After"], `${res.status} ${code}: Retry-After undocumented`);
     assert.ok(res.headers.get("Retry-After"), `${res.status} ${code} lacks Retry-After`);
   }
-  for (const header of ["Retry-After", "Link", "Idempotent-Replay", "Idempotent-Replayed"]) {
+  for (const header of ANSWER_HEADERS) {
     if (res.headers.get(header)) assert.ok(documented.headers?.[header], `${res.status} sends ${header}, undocumented`);
   }
 }
@@ -93,9 +107,14 @@ describe("OpenAPI document", () => {
       );
       assert.equal(post.requestBody.content["application/json"].schema.$ref, `#/components/schemas/Create${object}`);
       assert.deepEqual(Object.keys(post.responses["201"].headers).sort(), [
+        "Idempotency-Key",
+        "Idempotency-Key-Expires",
         "Idempotent-Replay",
         "Idempotent-Replayed",
+        "Location",
+        "Original-Request",
         "Preference-Applied",
+        "Request-Id",
       ]);
       assert.deepEqual(
         get.parameters.map((p: { name: string }) => p.name),
@@ -285,7 +304,11 @@ describe("OpenAPI document: refunds", () => {
       "401 unauthorized",
       "409 charge_already_refunded",
     ]);
-    assert.equal(responses[1]!.headers.get("idempotent-replay"), "true");
+    const [fresh, replay] = responses;
+    assert.equal(fresh!.headers.get("location"), `/api/refunds/${fresh!.json.id}`);
+    assert.ok(fresh!.headers.get("idempotency-key-expires"));
+    assert.equal(replay!.headers.get("idempotent-replay"), "true");
+    assert.equal(replay!.headers.get("original-request"), fresh!.headers.get("request-id"));
     assert.equal(responses[8]!.headers.get("idempotent-replay"), "true");
     for (const res of responses) conforms("/api/refunds", "post", res);
   });
@@ -331,7 +354,7 @@ describe("OpenAPI document: refunds", () => {
       await settle(`idempotency_key=${made.key}`), // 201, as a replay
       await settle(`idempotency_key=${lost.idempotencyKey}`), // 409 charge_already_refunded, as a replay
       await settle(`idempotency_key=${slowKey}`), // 409 in flight
-      await settle(`request_id=${keyless.json.error.request_id}`), // 409 until the sweeper settles it
+      await settle(`request_id=${keyless.json.error.request_id}`), // 201: the GET settles it with the gateway
       await settle(`idempotency_key=${uniqueKey()}`), // 404
       await settle(`idempotency_key=${made.key}`, { key: other.apiKey }), // 404: another client's key
       await settle(`idempotency_key=${"x".repeat(65)}`), // 400
@@ -342,7 +365,7 @@ describe("OpenAPI document: refunds", () => {
       "201 refund",
       "409 charge_already_refunded",
       "409 request_in_progress",
-      "409 request_in_progress",
+      "201 refund",
       "404 not_found",
       "404 not_found",
       "400 invalid_idempotency_key",
@@ -350,6 +373,7 @@ describe("OpenAPI document: refunds", () => {
     ]);
     assert.deepEqual(settled[0]!.json, refund.json);
     assert.equal(settled[1]!.headers.get("idempotent-replay"), "true");
+    for (const res of [...byId, ...settled]) assert.ok(res.headers.get("request-id"), `${res.status}: a Request-Id`);
     for (const res of settled) conforms("/api/refunds", "get", res);
   });
 });

@@ -39,7 +39,8 @@ Idempotent payments. A retry of a request never charges twice, because each logi
   (escapes decoded), or the bare form Stripe's clients send, \`Idempotency-Key: 8e03978e-...\`: the same key. Send
   one field line: two lines, a list or an unbalanced quote is 400 \`invalid_idempotency_key\`.
 - **Replays.** A retry of a finished operation (same key, same body in any key order) gets the stored status and
-  body with \`Idempotent-Replay: true\` and \`Idempotent-Replayed: true\`, successes and final errors alike.
+  body with \`Idempotent-Replay: true\` and \`Idempotent-Replayed: true\`, successes and final errors alike;
+  \`Original-Request\` names the \`Request-Id\` of the request that produced it (every answer has a \`Request-Id\`).
 - **In flight.** A retry while the first request runs gets 409 \`request_in_progress\` with \`Retry-After\`. A
   client may send \`Prefer: wait=N\` (RFC 7240) to let the server wait up to N seconds for the outcome; a server
   that did so says \`Preference-Applied: wait=N\`.
@@ -49,7 +50,7 @@ Idempotent payments. A retry of a request never charges twice, because each logi
   (\`GET /api/charges?idempotency_key=K\`, \`GET /api/refunds?idempotency_key=K\`) answers what a replay would
   (complete), 409 with \`age_seconds\` (in flight) or 404 (unknown, expired, or another client's key).
 - **Expiry.** Keys and their stored answers are kept 24 hours; after that a request with the same key is a new
-  operation.
+  operation. Answers under a key (stored ones, and 409 in flight) say when, in \`Idempotency-Key-Expires\`.
 - **Errors** carry \`doc_url\` (the entry below). Send \`Accept: application/problem+json\` for RFC 9457 problem
   details (\`type\`, \`title\`, \`status\`, \`detail\`, plus \`code\`); the default is
   \`{"error": {"code", "message", "doc_url", ...}}\`.
@@ -78,14 +79,47 @@ const headerDocs = {
     schema: { type: "string", enum: ["true"] },
   },
   "Preference-Applied": { description: "`wait=N` when the server waited for the outcome", schema: { type: "string" } },
+  "Request-Id": {
+    description: "This answer's id, also on the server's log lines: quote it when reporting a problem",
+    schema: { type: "string" },
+  },
+  "Idempotency-Key-Expires": {
+    description: "An answer under a key: when the key stops naming this operation (an HTTP-date)",
+    schema: { type: "string" },
+  },
+  Location: { description: "The created object", schema: { type: "string", example: "/api/charges/ch_..." } },
+  "Original-Request": {
+    description: "On a replay: the `Request-Id` of the request whose answer is replayed",
+    schema: { type: "string" },
+  },
+  "Idempotency-Key": { description: "On a replay: the key the answer is stored under", schema: { type: "string" } },
 };
 const replayHeaders = {
   "Idempotent-Replay": headerDocs["Idempotent-Replay"],
   "Idempotent-Replayed": headerDocs["Idempotent-Replayed"],
 };
+/** A replay of a POST also names the request it replays and the key it answers. */
+const postReplayHeaders = {
+  ...replayHeaders,
+  "Original-Request": headerDocs["Original-Request"],
+  "Idempotency-Key": headerDocs["Idempotency-Key"],
+};
+const keyExpires = { "Idempotency-Key-Expires": headerDocs["Idempotency-Key-Expires"] };
 
-/** The documented error responses of an operation, grouped by status, from the registry. */
-function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, object> = {}) {
+type HeaderDocs = Record<string, object>;
+
+/**
+ * The documented error responses of an operation, grouped by status, from the registry. `all` go with every
+ * answer; `replayed` with a stored code's (replayed) answer; `keyed` with an answer stored or in flight under a key.
+ */
+function errorResponses(
+  codes: ApiErrorCode[],
+  {
+    all = {},
+    replayed = replayHeaders,
+    keyed = {},
+  }: { all?: HeaderDocs; replayed?: HeaderDocs; keyed?: HeaderDocs } = {},
+) {
   const byStatus = new Map<number, ApiErrorCode[]>();
   for (const code of codes)
     byStatus.set(API_ERRORS[code].status, [...(byStatus.get(API_ERRORS[code].status) ?? []), code]);
@@ -94,10 +128,11 @@ function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, obje
       const specs = group.map(
         (code) => API_ERRORS[code] as { retryAfterSeconds?: number; idempotency?: boolean; stored?: boolean },
       );
-      const headers: Record<string, object> = { ...extraHeaders };
+      const headers: HeaderDocs = { ...all };
       if (specs.some((s) => s.retryAfterSeconds)) headers["Retry-After"] = headerDocs["Retry-After"];
       if (specs.some((s) => s.idempotency)) headers.Link = headerDocs.Link;
-      if (specs.some((s) => s.stored)) Object.assign(headers, replayHeaders);
+      if (specs.some((s) => s.stored)) Object.assign(headers, replayed, keyed);
+      if (group.includes("request_in_progress")) Object.assign(headers, keyed);
       const list = group.map((code) => `[\`${code}\`](#${docAnchor(code)})`).join(", ");
       return [
         String(status),
@@ -227,10 +262,14 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
     responses: {
       "201": {
         description: `${created} A replay of a finished request carries \`Idempotent-Replay: true\`.`,
-        headers: { ...replayHeaders, ...preferApplied },
+        headers: { Location: headerDocs.Location, ...keyExpires, ...postReplayHeaders, ...preferApplied },
         content: content(ref(object)),
       },
-      ...errorResponses([...PROTOCOL_ERRORS, ...errors], preferApplied),
+      ...errorResponses([...PROTOCOL_ERRORS, ...errors], {
+        all: preferApplied,
+        replayed: postReplayHeaders,
+        keyed: keyExpires,
+      }),
     },
   };
   const settle = {
@@ -279,6 +318,21 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
   return { [path]: { post: create, get: settle }, [`${path}/{id}`]: { get: retrieve } };
 }
 
+/** Every API answer carries its Request-Id (src/server/http/handleApi.ts): added to each documented response. */
+function withRequestIds<Paths extends Record<string, Record<string, { responses: Record<string, object> }>>>(
+  paths: Paths,
+): Paths {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const { headers = {} } = response as { headers?: HeaderDocs };
+        operation.responses[status] = { ...response, headers: { "Request-Id": headerDocs["Request-Id"], ...headers } };
+      }
+    }
+  }
+  return paths;
+}
+
 const requestSchemas = Object.fromEntries(
   MONEY_ROUTES.map((route) => [
     `Create${route.object}`,
@@ -318,7 +372,7 @@ export const openApiDocument = {
   info: { title: "Charges API", version: "1.0.0", description },
   servers: [{ url: "/" }],
   security: [{ bearer: [] }],
-  paths: {
+  paths: withRequestIds({
     ...Object.assign({}, ...MONEY_ROUTES.map(moneyPaths)),
     "/api/health": {
       get: {
@@ -334,7 +388,7 @@ export const openApiDocument = {
         },
       },
     },
-  },
+  }),
   components: {
     securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "Your secret API key, sk_test_…" } },
     schemas: {
