@@ -2,7 +2,7 @@ import { z } from "zod";
 import { createChargeSchema } from "~/server/charges/schema";
 import { API_ERROR_CODES, API_ERRORS, docAnchor, type ApiErrorCode } from "~/server/http/errorRegistry";
 import { MAX_KEY_LENGTH } from "~/server/http/idempotencyProtocol";
-import { createRefundSchema } from "~/server/refunds/schema";
+import { createRefundSchema, REFUND_REASONS } from "~/server/refunds/schema";
 
 /*
  * The OpenAPI 3.1 description of the public API, served at /api/openapi.json and
@@ -279,8 +279,8 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
       "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
       "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
       "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404. " +
-      `A request sent without a key whose outcome was unknown (${API_ERRORS[unknownOutcome].status} ` +
-      `\`${unknownOutcome}\`) is found by the \`request_id\` that answer gave instead.`,
+      `A request sent without a key whose outcome was unknown (${unknown}) is found by the \`request_id\` that ` +
+      "answer gave instead.",
     parameters: [
       {
         name: "idempotency_key",
@@ -361,7 +361,7 @@ const refundSchema = {
     amount_cents: { type: "integer", minimum: 1 },
     currency: { type: "string", pattern: "^[a-z]{3}$", description: "The charge's" },
     status: { const: "succeeded" },
-    reason: { enum: ["duplicate", "requested_by_customer", "fraudulent", null] },
+    reason: { enum: [...REFUND_REASONS, null] },
     gateway_refund_id: { type: "string" },
     created_at: { type: "string", format: "date-time" },
   },
