@@ -27,10 +27,13 @@ export function ChargeRefunds({ chargeId, evidence }: { chargeId: string; eviden
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const query = useQuery(trpc.refunds.ofCharge.queryOptions({ chargeId }));
-  const refresh = () => queryClient.invalidateQueries();
-  const create = useMutation(trpc.refunds.create.mutationOptions({ onSuccess: refresh }));
   const [reason, setReason] = useState<Reason>("duplicate");
   const [amount, setAmount] = useState("");
+  const done = () => {
+    setAmount(""); // the next refund is a new intention, of what is left by default
+    return queryClient.invalidateQueries();
+  };
+  const create = useMutation(trpc.refunds.create.mutationOptions({ onSuccess: done }));
   return (
     <QueryState query={query} what="the refunds">
       {({ charge, refunds }) => {
