@@ -1,3 +1,4 @@
+import { parseRecordId } from "~/lib/recordId";
 import { env } from "~/env";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { methodNotAllowed } from "~/server/http/handleApi";
@@ -178,7 +179,8 @@ function operationHandle(
 ): { idempotencyKey: string } | { requestId: bigint } | { problem: string } {
   const requestId = query.get("request_id");
   if (requestId !== null) {
-    return /^\d{1,19}$/.test(requestId) ? { requestId: BigInt(requestId) } : { problem: "request_id must be a number" };
+    const id = parseRecordId(requestId);
+    return id === null ? { problem: "request_id must be a number" } : { requestId: id };
   }
   const key = query.get("idempotency_key");
   if (key === null) return { problem: "Send the operation's key as ?idempotency_key=... (or ?request_id=...)" };
