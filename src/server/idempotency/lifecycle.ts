@@ -47,7 +47,7 @@ export type { FinishedBy };
 
 /**
  * The exact answer stored for an operation: replayed verbatim. `requestId`: the Request-Id of the request that
- * produced it (null when the sweeper did), named by every replay in Original-Request.
+ * produced it (absent when the sweeper did), named by every replay in Original-Request.
  */
 export type StoredResponse = { status: number; body: string; requestId?: string | null };
 
@@ -119,7 +119,11 @@ export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
     return {
       name: "complete",
       finishedBy: row.finishedBy,
-      response: { status: row.responseStatus, body: row.responseBody, requestId: row.responseRequestId },
+      response: {
+        status: row.responseStatus,
+        body: row.responseBody,
+        ...(row.responseRequestId !== null && { requestId: row.responseRequestId }),
+      },
     };
   }
   if (row.finishedBy !== null || row.responseStatus !== null) {
