@@ -125,7 +125,8 @@ export class ChargesClient {
   async findByIdempotencyKey(idempotencyKey: string): Promise<OperationState> {
     checkKey(idempotencyKey);
     const url = new URL("/api/charges", this.options.baseUrl);
-    url.searchParams.set("idempotency_key", idempotencyKey);
+    // The header's form: the server parses the query as it parses the header (a bare key may not hold a comma).
+    url.searchParams.set("idempotency_key", serializeKey(idempotencyKey));
     const answer = await this.exchange(idempotencyKey, url, { method: "GET" }, { inFlightIsFinal: true });
     const error = errorOf(answer.json, answer.status);
     if (answer.replayed) return { state: "complete", result: this.toResult(answer, idempotencyKey) };

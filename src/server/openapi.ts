@@ -181,8 +181,11 @@ export const openApiDocument = {
             name: "idempotency_key",
             in: "query",
             required: false,
-            description: "The key, unquoted. One of `idempotency_key` and `request_id` is required.",
-            schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
+            description:
+              'The key exactly as the `Idempotency-Key` header carries it: a structured-field string (`"..."`, ' +
+              "escapes decoded) or bare, URL-encoded. One of `idempotency_key` and `request_id` is required.",
+            // The quoted form of the longest key: two quotes, and every character escaped.
+            schema: { type: "string", minLength: 1, maxLength: 2 * MAX_KEY_LENGTH + 2 },
           },
           {
             name: "request_id",

@@ -3,10 +3,10 @@ import { findChargeOperation, submitCharge, type ChargeOutcome } from "~/server/
 import { authenticateApiClient } from "~/server/auth/apiClients";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { handleApi, methodNotAllowed } from "~/server/http/handleApi";
-import { keyProblem, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
+import { REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
-import { IDEMPOTENCY_KEY_HEADER } from "~/server/idempotency/idempotencyKeyHeader";
+import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey } from "~/server/idempotency/idempotencyKeyHeader";
 import { addLogContext } from "~/server/observability/context";
 import { metrics } from "~/server/observability/metrics";
 
@@ -85,10 +85,11 @@ function operationHandle(
   if (requestId !== null) {
     return /^\d{1,19}$/.test(requestId) ? { requestId: BigInt(requestId) } : { problem: "request_id must be a number" };
   }
-  const key = query.get("idempotency_key");
-  if (key === null) return { problem: "Send the operation's key as ?idempotency_key=... (or ?request_id=...)" };
-  const problem = keyProblem(key);
-  return problem ? { problem } : { idempotencyKey: key };
+  const value = query.get("idempotency_key");
+  if (value === null) return { problem: "Send the operation's key as ?idempotency_key=... (or ?request_id=...)" };
+  // The header's parser: the query names the key the header named, in either form, and refuses what it refuses.
+  const key = parseIdempotencyKey(value);
+  return key.kind === "valid" ? { idempotencyKey: key.key } : { problem: key.reason };
 }
 
 /**
