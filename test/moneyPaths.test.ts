@@ -232,6 +232,23 @@ describe("a gateway request carried out after the app gave up on it", () => {
     },
   );
 
+  test("written off after the gateway refused it, the answer says the gateway refused it", simOnly, async () => {
+    const key = uniqueKey("refused");
+    const body = chargeBody({ card_token: "tok_late_6000" }); // carried out 6 s after it arrived
+    const sent = Date.now();
+    assert.equal((await postCharge({ apiKey, key, body })).status, 503);
+    await new Promise((r) => setTimeout(r, sent + 6_500 - Date.now())); // carried out now, past its deadline
+    await sweepUntil("the sweep to finish it", async () => (await recordOf(key))?.state === "complete");
+    const told = await postCharge({ apiKey, key, body });
+    assert.equal(told.status, 500, told.text);
+    assert.equal(told.json.error.code, "request_abandoned");
+    assert.equal(told.json.error.gateway, "refused", told.text);
+    assert.equal(told.json.error.gateway_code, "request_expired");
+    assert.match(told.json.error.message, /refused/);
+    assert.doesNotMatch(told.json.error.message, /before it reached/);
+    await assertLedgersAgree(body.customer_id, 0);
+  });
+
   test("one whose INSERT a stalled table holds past its Charge-Not-After charges nothing", simOnly, async () => {
     // The simulator checked the deadline, then inserted: an INSERT stalled past the deadline (storage, a lock)
     // landed after a sweep had written the operation off as "no charge was made". The check must hold at the
@@ -253,7 +270,9 @@ describe("a gateway request carried out after the app gave up on it", () => {
       await new Promise((r) => setTimeout(r, deadline + 500 - Date.now()));
       // Past every deadline of the operation, the sweep finds no charge and writes it off.
       await sweepUntil("the sweep to write it off", async () => (await recordOf(key))?.state === "complete");
-      assert.equal((await postCharge({ apiKey, key, body })).json?.error?.code, "request_abandoned");
+      const told = await postCharge({ apiKey, key, body });
+      assert.equal(told.json?.error?.code, "request_abandoned");
+      assert.equal(told.json.error.gateway, "no_trace", "the gateway had kept nothing of the stalled request");
       assert.ok(await insertWaiting(outside), "the charge was still stalled when the sweep wrote it off");
       await outside.query("ROLLBACK"); // the storage recovers
       await waitFor("the stalled INSERT to finish", async () => !(await insertWaiting(outside)));

@@ -279,6 +279,12 @@ export const openApiDocument = {
             type: "number",
             description: "request_in_progress: how long the operation has been in flight",
           },
+          gateway: {
+            enum: ["refused", "no_trace"],
+            description:
+              "request_abandoned: what the gateway showed of the charge, received and refused, or no trace of it",
+          },
+          gateway_code: { type: "string", description: "request_abandoned, `gateway: refused`: the gateway's reason" },
         },
       },
       Error: {

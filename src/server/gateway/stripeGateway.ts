@@ -262,7 +262,7 @@ export class StripePaymentGateway implements PaymentGateway {
         const reason = `search found nothing ${since} ms after the last attempt; it may lag up to ${window} ms`;
         return { kind: "unproven", reason };
       }
-      return { kind: "not_charged" };
+      return { kind: "not_charged", refused: null };
     }
     const intents = await Promise.all(hits.data.map((hit) => this.stripe.paymentIntents.retrieve(hit.id, {}, options)));
     const mine = intents.filter((i) => i.metadata[META.gatewayKey] === idempotencyKey);
@@ -278,7 +278,7 @@ export class StripePaymentGateway implements PaymentGateway {
       return { kind: "unproven", reason: "a PaymentIntent under this key is processing" };
     // One intent per key is all Stripe's idempotency allows; were there more, the one that moved money matters.
     const charge = charges.find((c) => c!.status === "succeeded") ?? charges[0];
-    return charge ? { kind: "charged", charge } : { kind: "not_charged" };
+    return charge ? { kind: "charged", charge } : { kind: "not_charged", refused: null };
   }
 
   /**

@@ -52,7 +52,11 @@ export type ListedGatewayCharge = GatewayCharge & {
  */
 export type GatewayLookup =
   | { kind: "charged"; charge: GatewayCharge }
-  | { kind: "not_charged" }
+  /**
+   * No money moved under the key. `refused`: the gateway received a request under it and refused it without
+   * charging (the gateway's code for why); null: the gateway has no trace of any request under it.
+   */
+  | { kind: "not_charged"; refused: string | null }
   | { kind: "unproven"; reason: string };
 
 export type ChargeOptions = {
