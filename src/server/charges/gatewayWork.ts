@@ -72,6 +72,7 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
     idempotencyKey: gatewayKey,
     metadata: metadataFor(held.record),
     lastAttemptAt: held.record.lastAttemptAt,
+    firstAttemptAt: held.record.createdAt,
   });
   switch (lookup.kind) {
     case "charged":

@@ -89,9 +89,16 @@ export interface PaymentGateway {
   /**
    * The charge made under this key, if any. `lastAttemptAt` is when the app last
    * called `charge` with it (a provider with an eventually consistent lookup
-   * answers `unproven` until that is long enough ago).
+   * answers `unproven` until that is long enough ago); `firstAttemptAt`, when the
+   * operation first reached for the gateway, bounds a provider's strongly
+   * consistent read of the charges made since (Stripe's list).
    */
-  findCharge(lookup: { idempotencyKey: string; metadata: ChargeMetadata; lastAttemptAt: Date }): Promise<GatewayLookup>;
+  findCharge(lookup: {
+    idempotencyKey: string;
+    metadata: ChargeMetadata;
+    lastAttemptAt: Date;
+    firstAttemptAt?: Date;
+  }): Promise<GatewayLookup>;
   /** The provider's charges created in [since, until), oldest first, a page at a time. */
   listCharges(window: ChargeListWindow): Promise<{
     charges: ListedGatewayCharge[];
