@@ -1,17 +1,20 @@
 import { errorBody } from "./apiError";
 
 /**
- * What the gateway showed of an operation written off as never charged: it received a request under the
- * operation's key and refused it without charging (`refused`, with the gateway's code: request_expired for
- * one carried out after its Charge-Not-After), or it has no trace of one (`no_trace`: the request never got
- * there, or failed before the gateway kept anything of it).
+ * What the gateway showed of an operation written off as never carried out: it received a request under the
+ * operation's key and refused it (`refused`, with the gateway's code: request_expired for one carried out after
+ * its Charge-Not-After), or it has no trace of one (`no_trace`: the request never got there, was still held up
+ * on its way, or failed before the gateway kept anything of it; the answer claims none of these).
  */
 export type GatewayTrace = { kind: "refused"; code: string } | { kind: "no_trace" };
 
+/** What the written-off operation would have made: a charge, or a refund. */
+export type MoneyMovement = "charge" | "refund";
+
 const MESSAGES = {
-  refused: (code: string) =>
-    `The payment gateway received the charge and refused it without charging (${code}); no charge was made.`,
-  no_trace: "The payment gateway has no trace of the charge (it never arrived there); no charge was made.",
+  refused: (what: MoneyMovement, code: string) =>
+    `The payment gateway received the ${what} and refused it (${code}); no ${what} was made.`,
+  no_trace: (what: MoneyMovement) => `The payment gateway has no trace of the ${what}; no ${what} was made.`,
 };
 
 /**
@@ -19,14 +22,12 @@ const MESSAGES = {
  * write-off was decided on, and the message words the same, so that it never claims the request did not reach
  * a gateway that had refused it.
  */
-export function abandonedBody(trace: GatewayTrace): string {
+export function abandonedBody(trace: GatewayTrace, what: MoneyMovement = "charge"): string {
   if (trace.kind === "refused") {
-    return errorBody("request_abandoned", MESSAGES.refused(trace.code), {
-      gateway: "refused",
-      gateway_code: trace.code,
-    });
+    const details = { gateway: "refused", gateway_code: trace.code };
+    return errorBody("request_abandoned", MESSAGES.refused(what, trace.code), details);
   }
-  return errorBody("request_abandoned", MESSAGES.no_trace, { gateway: "no_trace" });
+  return errorBody("request_abandoned", MESSAGES.no_trace(what), { gateway: "no_trace" });
 }
 
 /** The trace a stored request_abandoned body names; undefined for another body, or one stored before it named one. */
