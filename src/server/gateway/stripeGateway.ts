@@ -318,7 +318,8 @@ export class StripePaymentGateway implements PaymentGateway {
   /**
    * A create answered with the error Stripe saved for the key (a 500 after the money moved, replayed to every
    * retry): the first request has finished, so what it made is in the list by now. The final charge it made,
-   * or undefined (nothing under the key, still processing, or no answer before the deadline: unknown, as before).
+   * or undefined (nothing under the key, or still processing: unknown, as before). A read that fails or runs out
+   * of time is an unknown outcome that says so.
    */
   private async settleReplayedError(
     gatewayKey: string,
@@ -327,13 +328,19 @@ export class StripePaymentGateway implements PaymentGateway {
     deadline: number,
   ): Promise<GatewayCharge | undefined> {
     if (deadline - Date.now() < 1) return undefined;
+    let intents: Stripe.PaymentIntent[];
     try {
-      const read = this.listedUnder(gatewayKey, request.metadata.requestId, firstAttemptAt, deadline);
-      const found = lookupOf(await beforeDeadline(read, deadline));
-      return found?.kind === "charged" ? found.charge : undefined;
-    } catch {
-      return undefined; // the read failed or ran out of time: the outcome stays unknown
+      intents = await beforeDeadline(
+        this.listedUnder(gatewayKey, request.metadata.requestId, firstAttemptAt, deadline),
+        deadline,
+      );
+    } catch (error) {
+      throw new GatewayOutcomeUnknownError(`stripe: a replayed error, and the list read failed: ${String(error)}`, {
+        cause: error,
+      });
     }
+    const found = lookupOf(intents);
+    return found?.kind === "charged" ? found.charge : undefined;
   }
 
   /**
