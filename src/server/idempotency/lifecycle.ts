@@ -43,6 +43,7 @@
  */
 import type { FinishedBy, IdempotentRequest } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
+import { traceOfAbandoned } from "~/server/http/abandonedAnswer";
 export type { FinishedBy };
 
 /**
@@ -560,6 +561,14 @@ export const PHASE_DISPLAY: Record<PhaseDisplayKey, { label: string; description
     tone: "danger",
   },
 };
+
+/** An abandoned record's description, naming what the gateway showed (its stored answer says). */
+const ABANDONED_BECAUSE = {
+  refused: (code: string) =>
+    `Finished by the sweeper: the gateway had received the request and refused it (${code}); ` +
+    "answered 500 request_abandoned.",
+  no_trace: "Finished by the sweeper: the gateway had no trace of the request; answered 500 request_abandoned.",
+};
 export type Tone = "progress" | "warning" | "ok" | "danger";
 
 export function displayKey(phase: Phase): PhaseDisplayKey {
@@ -568,5 +577,8 @@ export function displayKey(phase: Phase): PhaseDisplayKey {
 
 export function phaseDisplay(phase: Phase) {
   const key = displayKey(phase);
-  return { key, ...PHASE_DISPLAY[key] };
+  const trace = key === "abandoned" && phase.name === "complete" ? traceOfAbandoned(phase.response.body) : undefined;
+  if (!trace) return { key, ...PHASE_DISPLAY[key] };
+  const description = trace.kind === "refused" ? ABANDONED_BECAUSE.refused(trace.code) : ABANDONED_BECAUSE.no_trace;
+  return { key, ...PHASE_DISPLAY[key], description };
 }
