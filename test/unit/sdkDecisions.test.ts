@@ -400,7 +400,7 @@ describe("refunds: the same protocol through the same loop", () => {
     assert.deepEqual(state, { state: "complete", result: created });
     assert.equal(found.sent[0]!.method, "GET");
     assert.equal(found.sent[0]!.url.pathname, "/api/refunds");
-    assert.equal(found.sent[0]!.url.searchParams.get("idempotency_key"), "k");
+    assert.equal(found.sent[0]!.url.searchParams.get("idempotency_key"), '"k"', "the header's form");
   });
 
   test("a stored refund is resumed as a refund; a reference names one kind of operation", async () => {
