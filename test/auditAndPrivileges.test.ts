@@ -155,9 +155,16 @@ describe("least privilege", () => {
       .sort();
     for (const host of ["127.0.0.1", "localhost"]) {
       const grantee = `'${user}'@'${host}'`;
+      // Column privileges as APP_GRANTS writes them: `UPDATE (a, b)`, columns in alphabetical order.
       const granted = await db.$queryRaw<{ t: string; p: string }[]>`
         SELECT TABLE_NAME AS t, PRIVILEGE_TYPE AS p FROM information_schema.TABLE_PRIVILEGES
-         WHERE GRANTEE = ${grantee} AND TABLE_SCHEMA = ${database}`;
+         WHERE GRANTEE = ${grantee} AND TABLE_SCHEMA = ${database}
+        UNION ALL
+        SELECT TABLE_NAME,
+               CONCAT(PRIVILEGE_TYPE, ' (', GROUP_CONCAT(COLUMN_NAME ORDER BY COLUMN_NAME SEPARATOR ', '), ')')
+          FROM information_schema.COLUMN_PRIVILEGES
+         WHERE GRANTEE = ${grantee} AND TABLE_SCHEMA = ${database}
+         GROUP BY TABLE_NAME, PRIVILEGE_TYPE`;
       assert.deepEqual(granted.map((g) => `${g.t} ${g.p}`).sort(), declared, grantee);
       const wider = await db.$queryRaw<{ p: string }[]>`
         SELECT PRIVILEGE_TYPE AS p FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ${grantee}
@@ -168,7 +175,11 @@ describe("least privilege", () => {
     }
     await asAppUser(async (conn) => {
       const denied = { errno: 1142 }; // ER_TABLEACCESS_DENIED_ERROR
-      await assert.rejects(conn.query("UPDATE charges SET amount_cents = 1 WHERE id = 'none'"), denied);
+      // Refunds move what was refunded and held; nothing else of a charge ever changes.
+      await conn.query("UPDATE charges SET refund_held_cents = refund_held_cents WHERE id = 'none'");
+      const columnDenied = { errno: 1143 }; // ER_COLUMNACCESS_DENIED_ERROR
+      await assert.rejects(conn.query("UPDATE charges SET amount_cents = 1 WHERE id = 'none'"), columnDenied);
+      await assert.rejects(conn.query("UPDATE refunds SET amount_cents = 1 WHERE id = 'none'"), denied);
       await assert.rejects(conn.query("DELETE FROM charges WHERE id = 'none'"), denied);
       await assert.rejects(conn.query("DELETE FROM staff_users WHERE id = 0"), denied);
       await assert.rejects(conn.query("DELETE FROM api_keys WHERE id = 0"), denied);

@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto";
 import * as mariadb from "mariadb";
 import { connectionOptions, databaseName } from "./mariadbServer";
 
-type Privilege = "SELECT" | "INSERT" | "UPDATE" | "DELETE";
+/** A table privilege, or UPDATE of some columns only (`UPDATE (a, b)`, columns in alphabetical order). */
+type Privilege = "SELECT" | "INSERT" | "UPDATE" | "DELETE" | `UPDATE (${string})`;
 const READ_ADD = ["SELECT", "INSERT"] as const;
 const READ_ADD_CHANGE = ["SELECT", "INSERT", "UPDATE"] as const;
 const ALL = ["SELECT", "INSERT", "UPDATE", "DELETE"] as const;
@@ -24,9 +25,14 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   api_clients: READ_ADD_CHANGE,
   // UPDATE: rotation's grace end, revocation (src/server/apiClients/manage.ts). Keys are never deleted.
   api_keys: READ_ADD_CHANGE,
-  // Written once per charge (src/server/charges/chargeRows.ts); the records' pruning sets
-  // idempotent_request_id NULL through the foreign key, which needs no privilege of ours.
-  charges: READ_ADD,
+  // Written once per charge (src/server/charges/chargeRows.ts); after that only what refunds move, under the
+  // charge's row lock (src/server/refunds/holds.ts). The records' pruning sets idempotent_request_id NULL
+  // through the foreign key, which needs no privilege of ours.
+  charges: ["SELECT", "INSERT", "UPDATE (amount_refunded_cents, refund_held_cents)"],
+  // Written once per refund (src/server/refunds/refundWork.ts).
+  refunds: READ_ADD,
+  // An in-flight refund's hold, deleted when its operation ends (src/server/refunds/holds.ts).
+  refund_holds: ["SELECT", "INSERT", "DELETE"],
   // The lifecycle's claims, transitions, take-overs and pruning (src/server/idempotency/lifecycle.ts).
   idempotent_requests: ALL,
   // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts).
