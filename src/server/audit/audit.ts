@@ -28,12 +28,16 @@ export const AUDIT_ACTIONS = [
   "mode.changed",
   "client_mode.changed",
   "ledger_mismatch.resolved",
+  "ledger.late_charge_healed",
+  "refund.created",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export type AuditActor =
   | { type: "staff"; id: number; email: string }
   | { type: "cli"; name: string }
+  /** The app itself, acting on a rule (the reconciliation healing a late charge). */
+  | { type: "system"; name: string }
   /** Nobody signed in, e.g. a failed login (the e-mail that was tried goes in the details, as data). */
   | { type: "anonymous" };
 
@@ -52,7 +56,7 @@ export function cliContext(name: string): AuditContext {
 export type AuditEntry = {
   action: AuditAction;
   target?: {
-    type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "ledger_mismatch";
+    type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "charge" | "ledger_mismatch";
     id: string | number;
   };
   details?: Record<string, unknown>;
@@ -68,7 +72,7 @@ export async function recordAudit(context: AuditContext, entry: AuditEntry, clie
       action: entry.action,
       actorType: actor.type,
       actorStaffId: actor.type === "staff" ? actor.id : null,
-      actorLabel: actor.type === "staff" ? actor.email : actor.type === "cli" ? actor.name.slice(0, 255) : null,
+      actorLabel: actor.type === "staff" ? actor.email : actor.type === "anonymous" ? null : actor.name.slice(0, 255),
       targetType: entry.target?.type ?? null,
       targetId: entry.target ? String(entry.target.id) : null,
       details: entry.details ? JSON.stringify(entry.details) : null,
