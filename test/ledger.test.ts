@@ -271,7 +271,7 @@ describe("healing a late charge", () => {
     return { record, late };
   }
 
-  test("refunded at the gateway under the operation's healing key, recorded, audited, the mismatch healed", async () => {
+  test("refunded under the operation's healing key, recorded, audited, the mismatch healed", async () => {
     const { record, late } = await lateCharge();
     const first = await reconcile(since());
     assert.equal(first.healed, 1, show(first));

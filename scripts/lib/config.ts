@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { sessionSecretProblem } from "../../src/server/auth/sessionSecret";
-import { totpKeyProblem } from "../../src/server/auth/totpKeyProblem";
+import { sessionSecretProblem } from "../../src/lib/sessionSecret";
+import { totpKeyProblem } from "../../src/lib/totpKeyProblem";
 
 export const root = path.resolve(import.meta.dirname, "../..");
 

@@ -10,7 +10,7 @@ export async function boot() {
     const { sessionSecret } = await import("./auth/session");
     sessionSecret();
     const { env } = await import("~/env");
-    const { totpKeyProblem } = await import("./auth/totpKeyProblem");
+    const { totpKeyProblem } = await import("~/lib/totpKeyProblem");
     const problem = totpKeyProblem(env.TOTP_ENCRYPTION_KEY);
     if (problem) throw new Error(`TOTP_ENCRYPTION_KEY ${problem}`);
     console.log(twoFactorPolicy(env.STAFF_REQUIRE_2FA, env.NODE_ENV, process.env.STAFF_REQUIRE_2FA));

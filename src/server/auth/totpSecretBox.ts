@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { env } from "~/env";
-import { totpKeyProblem } from "./totpKeyProblem";
+import { totpKeyProblem } from "~/lib/totpKeyProblem";
 
 /**
  * TOTP secrets at rest: AES-256-GCM with TOTP_ENCRYPTION_KEY, a key kept in

@@ -4,7 +4,7 @@ import { methodNotAllowed } from "~/server/http/handleApi";
 import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
-import { withApiClient } from "~/server/http/withApiClient";
+import { withApiClient } from "~/server/auth/withApiClient";
 import { noteAnswered, type OperationState } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { currentLogContext } from "~/server/observability/context";

@@ -27,10 +27,13 @@ export function ChargeRefunds({ chargeId, evidence }: { chargeId: string; eviden
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const query = useQuery(trpc.refunds.ofCharge.queryOptions({ chargeId }));
-  const refresh = () => queryClient.invalidateQueries();
-  const create = useMutation(trpc.refunds.create.mutationOptions({ onSuccess: refresh }));
   const [reason, setReason] = useState<Reason>("duplicate");
   const [amount, setAmount] = useState("");
+  const done = () => {
+    setAmount(""); // the next refund is a new intention, of what is left by default
+    return queryClient.invalidateQueries();
+  };
+  const create = useMutation(trpc.refunds.create.mutationOptions({ onSuccess: done }));
   return (
     <QueryState query={query} what="the refunds">
       {({ charge, refunds }) => {
@@ -58,7 +61,7 @@ export function ChargeRefunds({ chargeId, evidence }: { chargeId: string; eviden
               <ul className="m-0 space-y-1" data-testid="refund-list">
                 {refunds.map((r) => (
                   <li key={r.id} data-refund={r.id}>
-                    <code>{r.id}</code> {money(r.amountCents)} {r.reason && <Badge tone="neutral">{r.reason}</Badge>}{" "}
+                    <code>{r.id}</code> {money(r.amountCents)} <ReasonBadge reason={r.reason} />{" "}
                     <Time date={r.createdAt} />
                     {r.requestId && (
                       <>
@@ -94,8 +97,7 @@ export function ChargeRefunds({ chargeId, evidence }: { chargeId: string; eviden
                 }
               >
                 <p className="m-0">
-                  This gives {money(partial ?? left)} of the {money(charge.amountCents)} charge <code>{chargeId}</code>{" "}
-                  back to the customer's card, through the payment gateway. It cannot be undone.
+                  <Effect refund={money(partial ?? left)} of={money(charge.amountCents)} chargeId={chargeId} />
                   {charge.amountRefundedCents > 0 && ` ${money(charge.amountRefundedCents)} was refunded already.`}
                 </p>
                 {evidence && <div data-testid="refund-evidence">{evidence}</div>}
@@ -135,3 +137,13 @@ export function ChargeRefunds({ chargeId, evidence }: { chargeId: string; eviden
     </QueryState>
   );
 }
+
+const ReasonBadge = ({ reason }: { reason: string | null }) => (reason ? <Badge tone="neutral">{reason}</Badge> : null);
+
+/** What the refund does, said before it is done. */
+const Effect = ({ refund, of, chargeId }: { refund: string; of: string; chargeId: string }) => (
+  <>
+    This gives {refund} of the {of} charge <code>{chargeId}</code> back to the customer&apos;s card, through the payment
+    gateway. It cannot be undone.
+  </>
+);

@@ -180,7 +180,7 @@ function Loaded({ d }: { d: Detail }) {
         </section>
       </div>
 
-      <section className="card" aria-label="Answer and charge">
+      <section className="card" aria-label="Answer and money">
         <h2 className="mb-2">The answer stored</h2>
         {r.responseBody ? (
           <>
@@ -228,8 +228,26 @@ function Loaded({ d }: { d: Detail }) {
               <code>{r.charge.gatewayChargeId}</code>
             </dd>
           </dl>
+        ) : r.refund ? (
+          <dl className="facts" data-testid="linked-refund">
+            <dt>Refund</dt>
+            <dd>
+              <code>{r.refund.id}</code> of charge{" "}
+              <Link href={`/admin/charges/${r.refund.chargeId}`} className="font-mono">
+                {r.refund.chargeId}
+              </Link>
+            </dd>
+            <dt>Amount</dt>
+            <dd>{formatMoney(r.refund.amountCents, r.refund.currency)}</dd>
+            <dt>Reason</dt>
+            <dd>{r.refund.reason ?? "none given"}</dd>
+            <dt>Gateway refund</dt>
+            <dd>
+              <code>{r.refund.gatewayRefundId}</code>
+            </dd>
+          </dl>
         ) : (
-          <p className="muted">No charge recorded for this request.</p>
+          <p className="muted">No money row recorded for this request.</p>
         )}
       </section>
 
