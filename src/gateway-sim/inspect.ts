@@ -36,3 +36,11 @@ export async function removeCharges(db: mariadb.Pool | mariadb.Connection, gatew
   if (ids.length === 0) return;
   await db.query(`DELETE FROM ${SOURCE[gateway].table} WHERE id IN (?)`, [ids]);
 }
+
+/** Every charge for the customers whose reference starts with `prefix`: its gateway id and customer. */
+export function chargesOfCustomersLike(db: mariadb.Pool | mariadb.Connection, gateway: GatewayKind, prefix: string) {
+  const { table, customer } = SOURCE[gateway];
+  return db.query(`SELECT id, ${customer} AS customerId FROM ${table} WHERE ${customer} LIKE ?`, [
+    `${prefix}%`,
+  ]) as Promise<{ id: string; customerId: string }[]>;
+}

@@ -1,7 +1,7 @@
 /** bench/peers.ts's counting of a fault round's damage, and its verdict on the issue's targets. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { addCounts, faultCounts, verdict } from "../../bench/peersVerdict";
+import { addCounts, faultChecks, faultCounts, speedChecks } from "../../bench/peersVerdict";
 
 test("a charge per operation, each recorded, every client answered: nothing to count", () => {
   const ops = [
@@ -45,17 +45,14 @@ test("counts add up field by field", () => {
   assert.deepEqual(addCounts(one, one), { duplicates: 2, unrecorded: 4, blocked: 6 });
 });
 
-test("the verdict compares with the fastest peer of each kind and wants 0 / 0 / 0 in every round", () => {
+test("the speed checks compare with the fastest peer of each kind", () => {
   const peers = { redis: { fresh: 100, replay: 300 }, memory: { fresh: 120, replay: 500 } };
-  const zero = { duplicates: 0, unrecorded: 0, blocked: 0 };
-  const checks = verdict({ fresh: 108, replay: 499 }, peers, { storm: zero, sigkill: { ...zero, blocked: 1 } });
+  const checks = speedChecks({ fresh: 108, replay: 499 }, peers);
   assert.deepEqual(
     checks.map((c) => [c.value, c.met]),
     [
       ["0.900", true],
       ["0.998", false],
-      ["0 / 0 / 0", true],
-      ["0 / 0 / 1", false],
     ],
   );
   assert.match(checks[0]!.target, /memory/);
@@ -63,10 +60,30 @@ test("the verdict compares with the fastest peer of each kind and wants 0 / 0 / 
 });
 
 test("fresh just under 0.9 x misses its target", () => {
-  const [fresh] = verdict({ fresh: 89.9, replay: 1 }, { p: { fresh: 100, replay: 1 } }, {});
+  const [fresh] = speedChecks({ fresh: 89.9, replay: 1 }, { p: { fresh: 100, replay: 1 } });
   assert.equal(fresh!.met, false);
 });
 
-test("a verdict with no peer is an error, not a pass", () => {
-  assert.throws(() => verdict({ fresh: 1, replay: 1 }, {}, {}), /no peers/);
+test("every fault round must end at 0 / 0 / 0, whichever count is not", () => {
+  const zero = { duplicates: 0, unrecorded: 0, blocked: 0 };
+  const checks = faultChecks({
+    storm: zero,
+    kill: { ...zero, blocked: 1 },
+    die: { ...zero, unrecorded: 1 },
+    redis: { ...zero, duplicates: 2 },
+  });
+  assert.deepEqual(
+    checks.map((c) => [c.value, c.met]),
+    [
+      ["0 / 0 / 0", true],
+      ["0 / 0 / 1", false],
+      ["0 / 1 / 0", false],
+      ["2 / 0 / 0", false],
+    ],
+  );
+});
+
+test("no peer, or no fault round, is an error, not a pass", () => {
+  assert.throws(() => speedChecks({ fresh: 1, replay: 1 }, {}), /no peers/);
+  assert.throws(() => faultChecks({}), /no fault round/);
 });
