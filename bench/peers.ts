@@ -235,7 +235,7 @@ async function faults() {
         await waitUntilGone(running.get(name)!.pid, "the first charge it was to die after", 20_000);
         await start(name);
       },
-      faultAtMs: 0,
+      atOnce: true,
     });
     results.set(name, rounds);
     console.log(`${name}: ${JSON.stringify(rounds)}`);
@@ -259,9 +259,9 @@ type RoundOptions = {
   operations?: number;
   card: string;
   rampMs: number;
-  /** What befalls the stack this long after the first operation started (default: halfway through the gateway). */
+  /** What befalls the stack once half the operations are at the gateway (`atOnce`: as they start). */
   fault?: () => Promise<void>;
-  faultAtMs?: number;
+  atOnce?: boolean;
   customerPrefix?: string;
 };
 
@@ -280,18 +280,26 @@ async function round(name: StackName, label: string, opts: RoundOptions): Promis
   const hasty = client(1_000, FAULT_DEADLINE_MS);
   const patient = client(10_000, FOLLOW_UP_DEADLINE_MS);
   const started = performance.now();
+  // A fixed delay would strike a loaded machine's stack before its operations got anywhere: wait for half of
+  // them to be at the gateway (charged, its answer 2 s away), at most 20 s.
   const fault = opts.fault
-    ? new Promise((r) => setTimeout(r, opts.faultAtMs ?? 1_500)).then(() => opts.fault!())
+    ? (opts.atOnce ? Promise.resolve() : atGateway(prefix, operations / 2, 20_000)).then(() => opts.fault!())
     : Promise.resolve();
   const ops = Array.from({ length: operations }, (_, i) => ({
     customerId: `${prefix}${i}`,
     idempotencyKey: randomUUID(),
     params: { amount_cents: 500, currency: "usd", card_token: opts.card, customer_id: `${prefix}${i}` },
   }));
+  /** Why clients gave up: the last problem each SDK call names ("TimeoutError", "409 request_in_progress"). */
+  const gaveUp = new Map<string, number>();
   const settles = (sdk: ChargesClient, op: (typeof ops)[number]) =>
     sdk.createCharge(op.params, { idempotencyKey: op.idempotencyKey }).then(
       () => true,
-      () => false,
+      (error: Error) => {
+        const why = /\(last: ([^)]*)\)/.exec(error.message)?.[1] ?? error.message.slice(0, 80);
+        gaveUp.set(why, (gaveUp.get(why) ?? 0) + 1);
+        return false;
+      },
     );
   const first = await Promise.all(
     ops.map(async (op, i) => {
@@ -307,8 +315,22 @@ async function round(name: StackName, label: string, opts: RoundOptions): Promis
   await new Promise((r) => setTimeout(r, 1_000)); // work still running after its client's answer lands
   const counts = await countDamage(outcomes, prefix);
   const took = fmt((performance.now() - started) / 1000);
-  console.log(`${name}, ${label}: ${JSON.stringify(counts)} (${late} asked again) in ${took} s`);
+  const why = JSON.stringify(Object.fromEntries(gaveUp));
+  console.log(`${name}, ${label}: ${JSON.stringify(counts)} (${late} asked again; gave up on: ${why}) in ${took} s`);
   return counts;
+}
+
+/** Resolves once the gateway has `count` charges for the round's customers, or after `timeoutMs`. */
+async function atGateway(prefix: string, count: number, timeoutMs: number) {
+  const gw = await mariadb.createConnection(connectionOptions(stack.gatewayDatabaseUrl, true));
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && (await chargesOfCustomersLike(gw, stack.gateway, prefix)).length < count) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await gw.end();
+  }
 }
 
 async function countDamage(operations: Operation[], prefix: string): Promise<FaultCounts> {
