@@ -7,7 +7,8 @@
  * The adaptation is the package's own Express plugin (@node-idempotency/express,
  * middleware.ts) written out for a route handler, and no more: onRequest with
  * the request's headers, parsed body, path and method; a stored answer is
- * replayed with its status and Idempotent-Replayed: true; its errors get the
+ * replayed with its status and Idempotent-Replayed: true (and this app's
+ * Idempotent-Replay, which the SDK reads); its errors get the
  * plugin's statuses (409 with Retry-After: 1, 422, 400), in this app's error
  * format so that the same SDK can read them. Otherwise the work runs (the body
  * validated, then exactly what the layer-off baseline does: the gateway charge
@@ -21,6 +22,7 @@ import { env } from "~/env";
 import { authenticateApiClient } from "~/server/auth/apiClients";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { handleApi } from "~/server/http/handleApi";
+import { REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { log } from "~/server/observability/log";
 import { createChargeSchema, fieldErrors } from "./schema";
@@ -70,7 +72,9 @@ async function charge(apiClientId: number, body: unknown): Promise<{ status: num
 /** A stored answer, as the plugin replays it. */
 function replay(stored: IdempotencyResponse): Response {
   const status = Number(stored.additional?.statusCode ?? 200);
-  return jsonResponse(status, JSON.stringify(stored.body ?? stored.error ?? null), { "Idempotent-Replayed": "true" });
+  // The plugin's Idempotent-Replayed and this app's Idempotent-Replay (REPLAY_HEADERS): the SDK reads the latter, and
+  // a replayed error must end its retries under a peer as under this layer.
+  return jsonResponse(status, JSON.stringify(stored.body ?? stored.error ?? null), REPLAY_HEADERS);
 }
 
 export async function chargeBehindPeer(request: Request, peer: Peer): Promise<Response> {
