@@ -44,3 +44,10 @@ export function chargesOfCustomersLike(db: mariadb.Pool | mariadb.Connection, ga
     `${prefix}%`,
   ]) as Promise<{ id: string; customerId: string }[]>;
 }
+
+/** The refunds the simulator made of one charge (gateway id: a sim charge or a PaymentIntent), oldest first. */
+export function refundsOfCharge(db: mariadb.Pool | mariadb.Connection, gatewayChargeId: string) {
+  return db.query("SELECT id, idempotency_key, amount, metadata FROM sim_refunds WHERE charge_ref = ? ORDER BY seq", [
+    gatewayChargeId,
+  ]) as Promise<{ id: string; idempotency_key: string | null; amount: number; metadata: unknown }[]>;
+}

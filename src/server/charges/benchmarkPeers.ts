@@ -25,7 +25,8 @@ import { handleApi } from "~/server/http/handleApi";
 import { REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { log } from "~/server/observability/log";
-import { createChargeSchema, fieldErrors } from "./schema";
+import { fieldErrors } from "~/server/operations/fieldErrors";
+import { createChargeSchema } from "./schema";
 import { chargeWithoutIdempotency } from "./withoutIdempotency";
 
 type Peer = NonNullable<typeof env.BENCHMARK_PEER>;

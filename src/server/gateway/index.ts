@@ -22,4 +22,4 @@ export const gateway: PaymentGateway = env.BENCHMARK_DIE_AFTER_GATEWAY
   ? dyingAfterCharges(configuredGateway())
   : configuredGateway();
 export * from "./types";
-export { deriveGatewayKey } from "./deriveGatewayKey";
+export { deriveGatewayKey, metadataFor } from "./deriveGatewayKey";
