@@ -150,6 +150,21 @@ const schema = z
       .default("0")
       .transform((v) => (v === "0" ? false : v === "1" ? ("off" as const) : ("floor" as const))),
     /**
+     * Benchmarks only (bench/peers.ts): POST /api/charges behind another idempotency layer instead of this
+     * project's: @node-idempotency/core with its Redis or in-memory storage (src/server/charges/benchmarkPeers.ts).
+     */
+    BENCHMARK_PEER: z.enum(["node-idempotency-redis", "node-idempotency-memory"]).optional(),
+    /** BENCHMARK_PEER=node-idempotency-redis: where its Redis is. */
+    BENCHMARK_PEER_REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+    /**
+     * Benchmarks only (bench/peers.ts): the process SIGKILLs itself as soon as the gateway answers a charge for a
+     * customer whose id starts with cus_die_, between the gateway call and saving its outcome.
+     */
+    BENCHMARK_DIE_AFTER_GATEWAY: z
+      .enum(["0", "1"])
+      .default("0")
+      .transform((v) => v === "1"),
+    /**
      * Benchmarks only (bench/soak.ts): GET /api/diagnostics forces a full garbage collection and answers this
      * process's memory and event-loop delay. Off: 404.
      */
@@ -168,6 +183,14 @@ const schema = z
   })
   .refine((env) => !env.BENCHMARK_DIAGNOSTICS || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
     path: ["BENCHMARK_DIAGNOSTICS"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
+  })
+  .refine((env) => !env.BENCHMARK_PEER || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["BENCHMARK_PEER"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
+  })
+  .refine((env) => !env.BENCHMARK_DIE_AFTER_GATEWAY || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["BENCHMARK_DIE_AFTER_GATEWAY"],
     message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
