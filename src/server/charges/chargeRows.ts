@@ -78,5 +78,5 @@ export function chargeCompletion(
  */
 export function completionWrites(record: IdempotencyRecord, writes: Statement[]): Statement[] {
   if (record.idempotencyKey !== null) return writes;
-  return [...writes, keylessCountStatement(record.apiClientId, record.createdAt)];
+  return [...writes, keylessCountStatement(record.apiClientId, record.route, record.createdAt)];
 }

@@ -2,7 +2,7 @@ import { env } from "~/env";
 import { addLogContext } from "~/server/observability/context";
 import { findOperation, runIdempotent, requestHash, type Admission, type StoredResponse } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
-import { countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
+import { countKeyedOperation, countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
 import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
 import { chargeOnGateway } from "./gatewayWork";
 import { createChargeSchema, fieldErrors, fieldsToShow, type CreateChargeInput } from "./schema";
@@ -40,7 +40,8 @@ type ChargeArgs = {
  * before any key is claimed, so an invalid request is never stored.
  *
  * Every request is counted for the rollout, exactly once: a keyed one in
- * memory; a keyless one that claims, with its record, by the transaction that
+ * memory, as an attempt, and as an operation too when its key makes a new
+ * record; a keyless one that claims, with its record, by the transaction that
  * completes it (chargeRows.ts) or, refused, by the one that withdraws its claim
  * (rollout/mode.ts, keylessAdmission); a keyless one answered before any claim
  * (invalid, its client gone) here, before it is answered.
@@ -51,15 +52,15 @@ export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
   addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
   const checked = checkBeforeClaim(args);
   if (key.kind === "valid") {
-    countKeyedRequest(args.apiClientId);
+    countKeyedRequest(args.apiClientId, CHARGES_ROUTE);
     return "input" in checked ? claimAndCharge(args, checked.input, key.key) : checked.answer;
   }
   // Keyless: refused when the header is required, globally or for this client. A request that claims learns the
   // mode in its claim's own round trip (keylessAdmission); one answered before any claim reads it here, so that
   // the header's error still comes before the body's.
-  if ("input" in checked) return claimAndCharge(args, checked.input, null, keylessAdmission(args.apiClientId));
+  if ("input" in checked) return claimAndCharge(args, checked.input, null, keylessAdmission(args.apiClientId, CHARGES_ROUTE));
   const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
-  await countKeylessRequest(args.apiClientId, { refused });
+  await countKeylessRequest(args.apiClientId, CHARGES_ROUTE, { refused });
   return refused ? { kind: "idempotency_key_required" } : checked.answer;
 }
 
@@ -97,6 +98,7 @@ async function claimAndCharge(
     customerId: input.customer_id,
     fields: fieldsToShow(args.body as Record<string, unknown>),
     admission,
+    onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, CHARGES_ROUTE),
   };
   const outcome = await runIdempotent(claim, (held) => chargeOnGateway(held, input), {
     waitMs: (args.waitSeconds ?? 0) * 1000,
