@@ -58,7 +58,8 @@ export async function submitCharge(args: ChargeArgs): Promise<ChargeOutcome> {
   // Keyless: refused when the header is required, globally or for this client. A request that claims learns the
   // mode in its claim's own round trip (keylessAdmission); one answered before any claim reads it here, so that
   // the header's error still comes before the body's.
-  if ("input" in checked) return claimAndCharge(args, checked.input, null, keylessAdmission(args.apiClientId, CHARGES_ROUTE));
+  if ("input" in checked)
+    return claimAndCharge(args, checked.input, null, keylessAdmission(args.apiClientId, CHARGES_ROUTE));
   const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
   await countKeylessRequest(args.apiClientId, CHARGES_ROUTE, { refused });
   return refused ? { kind: "idempotency_key_required" } : checked.answer;

@@ -60,7 +60,8 @@ type CountRow = { bucket: Date | string; keyed: Num; keyedAttempts: Num; keyless
  * `where`'s, twice.
  */
 function hourlyCounts(where: string, values: unknown[], alias = "counted") {
-  const columns = "api_client_id, route, bucket_start, keyed, keyed_attempts, keyless, keyless_rejected, last_keyless_at";
+  const columns =
+    "api_client_id, route, bucket_start, keyed, keyed_attempts, keyless, keyless_rejected, last_keyless_at";
   return {
     sql: `(SELECT ${columns} FROM request_count_hours WHERE ${where}
            UNION ALL
@@ -78,8 +79,7 @@ function hourlyCounts(where: string, values: unknown[], alias = "counted") {
  */
 function countsSql(granularity: Granularity, clientIds: number[] | null, from: Date, route: string | null) {
   const routeIs = route === null ? "" : "route = ? AND ";
-  const clientIn =
-    routeIs + (clientIds ? `api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND ` : "");
+  const clientIn = routeIs + (clientIds ? `api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND ` : "");
   const clientValues = [...(route === null ? [] : [route]), ...(clientIds ?? [])];
   const client = clientIds ? "api_client_id AS clientId, " : "";
   const groupClient = clientIds ? "clientId, " : "";
