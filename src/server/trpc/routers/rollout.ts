@@ -15,7 +15,7 @@ export const rolloutRouter = createTRPCRouter({
   /** The decision: mode, per-client traffic in the window, who blocks enforcing, what a switch would reject. */
   status: protectedProcedure.query(() => rolloutStatus()),
 
-  /** The keyless share over time, for all clients and, each on its own line, the clients asked for; one route or all. */
+  /** The keyless share over time, for all clients and, each on its own line, the clients asked for; a route or all. */
   series: protectedProcedure
     .input(
       z.object({

@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
 import { absolute } from "../../_components/format";
+import { userMessage } from "../../_components/errorMessage";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 
@@ -15,6 +16,8 @@ const GRACE_OPTIONS = [
 ];
 
 const graceLabel = (hours: number) => GRACE_OPTIONS.find((o) => o.hours === hours)?.label ?? `${hours} hours`;
+
+const graceEnd = (hours: number) => absolute(new Date(Date.now() + hours * 3_600_000));
 
 type Secret = { label: string; value: string; note?: string };
 
@@ -53,7 +56,7 @@ function RotateKey({
         A new key is issued and shown once. {client.name}&apos;s {live} working key{live === 1 ? "" : "s"}{" "}
         {grace === 0
           ? "stop working at once: requests still sending them get 401."
-          : `keep working for ${graceLabel(grace)} (until about ${absolute(new Date(Date.now() + grace * 3_600_000))}), then stop.`}
+          : `keep working for ${graceLabel(grace)} (until about ${graceEnd(grace)}), then stop.`}
       </p>
       <label className="field">
         Grace period when rotating
@@ -97,7 +100,7 @@ export function ApiClients() {
       <h1 className="mb-2">API clients</h1>
       {error && (
         <p role="alert" className="bad">
-          {error.message}
+          {userMessage(error)}
         </p>
       )}
       {secret && (
@@ -173,7 +176,7 @@ export function ApiClients() {
                             confirmLabel="Revoke"
                             askReason={false}
                             pending={revoke.isPending}
-                            error={revoke.error?.message ?? null}
+                            error={revoke.error ? userMessage(revoke.error) : null}
                             onConfirm={() => revoke.mutateAsync({ keyId: key.id })}
                           >
                             <p>Requests with this key get 401 at once here, and within 30 s on every instance.</p>
@@ -188,7 +191,7 @@ export function ApiClients() {
             <RotateKey
               client={client}
               pending={rotate.isPending}
-              error={rotate.error?.message ?? null}
+              error={rotate.error ? userMessage(rotate.error) : null}
               onRotate={async (graceHours) => {
                 const r = await rotate.mutateAsync({ clientId: client.id, graceHours });
                 setSecret({

@@ -12,7 +12,15 @@ import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
+import { userMessage } from "../../_components/errorMessage";
 import { KeylessChart } from "./KeylessChart";
+
+const URL_PARAMS = {
+  granularity: parseAsStringLiteral(["hour", "day"] as const),
+  clients: parseAsArrayOf(parseAsInteger),
+  route: parseAsString,
+};
 
 type Status = RouterOutputs["rollout"]["status"];
 type ClientRow = Status["clients"][number];
@@ -21,9 +29,9 @@ const MAX_LINES = 6;
 export function Rollout() {
   const trpc = useTRPC();
   const [params, setParams] = useQueryStates({
-    granularity: parseAsStringLiteral(["hour", "day"] as const).withDefault("hour"),
-    clients: parseAsArrayOf(parseAsInteger).withDefault([]),
-    route: parseAsString,
+    ...URL_PARAMS,
+    granularity: URL_PARAMS.granularity.withDefault("hour"),
+    clients: URL_PARAMS.clients.withDefault([]),
   });
   const me = useQuery(trpc.account.me.queryOptions());
   const status = useQuery(trpc.rollout.status.queryOptions(undefined, { refetchInterval: 15_000 }));
@@ -44,6 +52,7 @@ export function Rollout() {
         Keyless requests are accepted and counted while the mode is optional. Require the header once a client, or all
         of them, send none.
       </PageHeader>
+      <UrlCheck parsers={URL_PARAMS} />
       <QueryState query={status} what="the rollout status">
         {(s) => (
           <>
@@ -139,9 +148,9 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
   const next = s.mode === "optional" ? "required" : "optional";
   const impact = s.clients.filter((c) => c.keylessLastHour > 0 && !c.enforced);
   const enforcedHere = s.clients.filter((c) => c.enforced === "client");
-  const keyed = `${s.evidence.keyedInWindow.toLocaleString("en")} keyed operations (${s.keyedAttemptsInWindow.toLocaleString(
-    "en",
-  )} HTTP attempts with retries)`;
+  const attempts = s.keyedAttemptsInWindow.toLocaleString("en");
+  const operations = s.evidence.keyedInWindow.toLocaleString("en");
+  const keyed = `${operations} keyed operations (${attempts} HTTP attempts with retries)`;
   const since = absolute(s.lastHourFrom).slice(11, 16);
   return (
     <section className="card space-y-2" data-testid="mode-panel" aria-label="Mode">
@@ -216,7 +225,7 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
           title={`Switch the mode to ${next}?`}
           confirmLabel={`Switch to ${next}`}
           pending={setMode.isPending}
-          error={setMode.error?.message ?? null}
+          error={setMode.error ? userMessage(setMode.error) : null}
           onConfirm={(reason) => setMode.mutateAsync({ mode: next, reason })}
         >
           {next === "required" ? (
@@ -271,7 +280,7 @@ function ClientSwitch({ c }: { c: ClientRow }) {
       title={required ? `Let ${c.name} follow the global mode?` : `Require the Idempotency-Key header for ${c.name}?`}
       confirmLabel={required ? "Follow the global mode" : "Require the header"}
       pending={set.isPending}
-      error={set.error?.message ?? null}
+      error={set.error ? userMessage(set.error) : null}
       onConfirm={(reason) => set.mutateAsync({ clientId: c.apiClientId, required: !required, reason })}
     >
       {required ? (

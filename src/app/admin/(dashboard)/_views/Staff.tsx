@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
 import { absolute } from "../../_components/format";
+import { userMessage } from "../../_components/errorMessage";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 
@@ -93,7 +94,7 @@ export function Staff() {
       <h1 className="mb-2">Staff</h1>
       {error && (
         <p role="alert" className="bad">
-          {error.message}
+          {userMessage(error)}
         </p>
       )}
       {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
@@ -145,7 +146,7 @@ export function Staff() {
                       key={u.role}
                       u={u}
                       pending={setRole.isPending}
-                      error={setRole.error?.message ?? null}
+                      error={setRole.error ? userMessage(setRole.error) : null}
                       onConfirm={(role) => setRole.mutateAsync({ userId: u.id, role })}
                     />
                   </td>
@@ -162,7 +163,7 @@ export function Staff() {
                         confirmLabel="Reset two-factor"
                         askReason={false}
                         pending={resetTwoFactor.isPending}
-                        error={resetTwoFactor.error?.message ?? null}
+                        error={resetTwoFactor.error ? userMessage(resetTwoFactor.error) : null}
                         onConfirm={() => resetTwoFactor.mutateAsync({ userId: u.id })}
                       >
                         <p>Their authenticator stops working for this account and their sessions end at once.</p>
@@ -186,7 +187,7 @@ export function Staff() {
                       confirmLabel={u.disabledAt ? "Enable" : "Disable"}
                       askReason={false}
                       pending={setDisabled.isPending}
-                      error={setDisabled.error?.message ?? null}
+                      error={setDisabled.error ? userMessage(setDisabled.error) : null}
                       onConfirm={() => setDisabled.mutateAsync({ userId: u.id, disabled: !u.disabledAt })}
                     >
                       {u.disabledAt ? (
