@@ -87,8 +87,8 @@ export function KeylessChart({
         up to {top} %), from {absolute(series.since)}
         {shortHistory ? ", when the counts begin" : ""}. Gaps are {unit} without any traffic ({noTraffic} of{" "}
         {rows.length}); the shaded band is the safe-to-enforce window; dashed vertical lines are switches of the mode (
-        {switches.length}); drag the brush below the chart to zoom. The header can be required once the share stays at 0
-        %.
+        {switches.length}){rows.length > 2 ? "; drag the brush below the chart to zoom" : ""}. The header can be
+        required once the share stays at 0 %.
       </figcaption>
       <div className="h-80 w-full min-w-0" data-testid="keyless-chart">
         <ResponsiveContainer width="100%" height="100%">
@@ -135,7 +135,9 @@ export function KeylessChart({
                   value:
                     m.scope === "global"
                       ? `all ${m.to}`
-                      : `${names.get(m.apiClientId ?? 0) ?? `client ${m.apiClientId}`} ${m.to}`,
+                      : `${names.get(m.apiClientId ?? 0) ?? `client ${m.apiClientId}`} ${
+                          m.to === "global" ? "follows global" : m.to
+                        }`,
                   position: "insideTopLeft",
                   fill: "#334155",
                   fontSize: 11,
