@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { atomically, execute } from "~/server/db";
 import { countKeylessRequest, hourBucket, keylessCountStatement } from "~/server/rollout/counters";
 import { foldClosedHours } from "~/server/rollout/foldCounts";

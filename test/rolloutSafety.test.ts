@@ -13,7 +13,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { env } from "~/env";
 import type { RequestCountBucket, RequestCountDay, RequestCountHour } from "~/generated/prisma/client";
 import type { SessionUser } from "~/server/auth/session";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { execute } from "~/server/db";
 import { hourBucket } from "~/server/rollout/counters";
 import { createCaller } from "~/server/trpc/root";
