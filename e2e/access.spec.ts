@@ -74,6 +74,9 @@ test("an engineer onboards an API client, rotates its key with a grace period an
   await expect(page.getByRole("status", { name: new RegExp(`New API key of ${name}`) })).toContainText(
     "keep working for 24 hours (grace period)",
   );
+  await expect(
+    page.getByRole("status", { name: new RegExp(`New API key of ${name}`) }).getByRole("button", { name: "Copy" }),
+  ).toBeVisible();
   const secondKey = await takeSecret(page, new RegExp(`New API key of ${name}`));
   expect(await keyStatus(request, firstKey)).toBe(400);
   expect(await keyStatus(request, secondKey)).toBe(400);

@@ -19,15 +19,19 @@ test("an engineer enforces one client and the numbers stay right", async ({ page
   const decision = page.getByTestId("safe-to-enforce");
   const blocking = decision.locator("li").filter({ hasText: "Blocking:" });
   await expect(blocking).toContainText("Demo client");
-  const row = page.getByRole("table", { name: /Requests in the last 24 h/ }).getByRole("row", { name: /Demo client/ });
+  const table = page.getByRole("table", { name: /Requests in the last 24 h/ });
+  const row = table.getByRole("row", { name: /Demo client/ });
+  /** The row's numbers, by column name (NaN for a column the page does not have). */
   const numbers = async () => {
+    const headers = await table.getByRole("columnheader").allTextContents();
     const cells = await cellsOf(row);
+    const column = (name: string) => cells[headers.indexOf(name)];
     return {
-      operations: count(cells[3]),
-      attempts: count(cells[4]),
-      accepted: count(cells[5]),
-      refused: count(cells[6]),
-      cleanFrom: cells[9],
+      operations: count(column("Keyed operations")),
+      attempts: count(column("Keyed attempts")),
+      accepted: count(column("Keyless accepted")),
+      refused: count(column("Keyless refused")),
+      cleanFrom: column("Clean from"),
     };
   };
   await expect(row).toContainText("optional");
@@ -50,6 +54,11 @@ test("an engineer enforces one client and the numbers stay right", async ({ page
   for (let i = 0; i < 3; i++) expect((await charge(request, { key })).status()).toBe(201);
   expect((await charge(request, { key: `${key}-2` })).status()).toBe(201);
 
+  // Enforced on its own, it no longer blocks the global switch (nothing else blocks in this run's data, or
+  // something else is named).
+  await page.reload();
+  await expect(row).toBeVisible();
+  await expect(blocking.filter({ hasText: "Demo client" })).toHaveCount(0);
   await expect
     .poll(
       async () => {
@@ -66,9 +75,6 @@ test("an engineer enforces one client and the numbers stay right", async ({ page
       refused: before.refused + 3,
       cleanFrom: "enforced",
     });
-  // Enforced on its own, it no longer blocks the global switch (nothing else blocks in this run's data, or
-  // something else is named).
-  await expect(blocking.filter({ hasText: "Demo client" })).toHaveCount(0);
   await expect(page.getByTestId("enforced-clients")).toContainText("Demo client");
   // The chart marks the switch.
   await expect(page.getByTestId("keyless-chart")).toContainText("Demo client required");
@@ -111,7 +117,6 @@ async function addSupport(page: Page, email: string) {
   await page.getByLabel("Role", { exact: true }).selectOption("support");
   await page.getByRole("button", { name: "Add staff member" }).click();
   const box = page.getByRole("status", { name: new RegExp(`First password of ${email}`) });
-  await expect(box.getByRole("button", { name: "Copy" })).toBeVisible();
   await box.getByRole("button", { name: "I have copied it" }).click();
 }
 
