@@ -2,6 +2,7 @@
 
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
+import { userMessage } from "../../_components/errorMessage";
 import { useTRPC } from "~/trpc/react";
 import { absolute } from "../../_components/format";
 
@@ -73,7 +74,7 @@ export function AuditLog() {
       </form>
       {log.error && (
         <p role="alert" className="bad">
-          {log.error.message}
+          {userMessage(log.error)}
         </p>
       )}
       <div className="table-box" tabIndex={0}>

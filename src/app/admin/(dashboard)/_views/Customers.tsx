@@ -8,6 +8,7 @@ import { parseAsInteger, useQueryState } from "nuqs";
 import { useState } from "react";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { ChargeRefunds } from "./Refunds";
 import { formatCount, formatMoney } from "../../_components/format";
 import { Badge, PhaseBadge } from "../../_components/ui/Badge";
@@ -156,6 +157,7 @@ export function CustomerView({ customerId }: { customerId: string }) {
         Every charge of this customer, newest first. A charge is highlighted when another succeeded charge of the same
         client, amount and currency came within the window: the signature of a double charge.
       </PageHeader>
+      <UrlCheck parsers={{ window: parseAsInteger }} />
       <div className="flex flex-wrap items-end justify-between gap-3">
         <label className="field">
           Duplicate window

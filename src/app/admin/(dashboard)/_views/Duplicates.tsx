@@ -6,6 +6,7 @@ import Link from "next/link";
 import { parseAsInteger, useQueryState } from "nuqs";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { formatAge, formatMoney } from "../../_components/format";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
@@ -62,6 +63,7 @@ export function Duplicates() {
         Succeeded charges of the same client, customer, amount and currency closer together than the window, across all
         customers, newest first: the signature of a retry that charged twice. Found by the sweeper after each sweep.
       </PageHeader>
+      <UrlCheck parsers={{ window: parseAsInteger }} />
       <div className="flex flex-wrap items-end justify-between gap-3">
         <label className="field">
           Window
@@ -74,7 +76,17 @@ export function Duplicates() {
           </select>
         </label>
         <p className="muted m-0 text-sm">
-          Charges checked up to: {scannedUntil ? <Time date={scannedUntil} /> : "not yet (the sweeper has not run)"}
+          {/* Only an answer can say the sweeper has not run: loading or failing says nothing about it. */}
+          Charges checked up to:{" "}
+          {scannedUntil ? (
+            <Time date={scannedUntil} />
+          ) : list.isPending ? (
+            "loading…"
+          ) : list.data ? (
+            "not yet (the sweeper has not run)"
+          ) : (
+            "unknown (the list could not be loaded)"
+          )}
         </p>
       </div>
       <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} possible duplicates shown.`} />

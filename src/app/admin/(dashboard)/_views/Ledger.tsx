@@ -4,6 +4,7 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { parseAsBoolean, useQueryState } from "nuqs";
 import { useTRPC } from "~/trpc/react";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { absolute } from "../../_components/format";
 import { Badge } from "../../_components/ui/Badge";
 import { LoadMore } from "../../_components/ui/DataTable";
@@ -40,6 +41,7 @@ export function Ledger() {
         The reconciliation compares the gateway&apos;s charge list with the app&apos;s charges, repairs what it can
         prove and keeps the rest here with its evidence.
       </PageHeader>
+      <UrlCheck parsers={{ resolved: parseAsBoolean }} />
       <QueryState query={status} what="the reconciliation status">
         {(s) => (
           <section className="card space-y-1" data-testid="ledger-status" aria-label="Last reconciliation">

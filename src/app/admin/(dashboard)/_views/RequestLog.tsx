@@ -13,6 +13,8 @@ import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { UrlProblems, useUrlProblems } from "../../_components/ui/UrlProblems";
+import { userMessage } from "../../_components/errorMessage";
 import { Time } from "../../_components/ui/Time";
 import { SearchResults } from "./SearchResults";
 
@@ -86,6 +88,9 @@ export function RequestLog() {
   const trpc = useTRPC();
   const [params, setParams] = useQueryStates(filterParams);
   const [search, setSearch] = useState(params.q ?? "");
+  // A filter the address names but that cannot be read, or an impossible range: said, and nothing listed.
+  const problems = useUrlProblems(filterParams, { from: "since", until: "until" });
+  const enabled = problems.length === 0;
   const options = useQuery(trpc.requests.filterOptions.queryOptions());
   const filters = {
     phase: params.phase ?? undefined,
@@ -99,10 +104,10 @@ export function RequestLog() {
   const list = useInfiniteQuery(
     trpc.requests.list.infiniteQueryOptions(
       { ...filters, limit: 25 },
-      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 5_000, placeholderData: (prev) => prev },
+      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 5_000, placeholderData: (prev) => prev, enabled },
     ),
   );
-  const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000 }));
+  const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000, enabled }));
   const items = list.data?.pages.flatMap((p) => p.items) ?? [];
   const phaseLabel = (p: (typeof PHASES)[number]) =>
     p === "in_progress" ? "All in progress" : p === "complete" ? "All complete" : (options.data?.phases[p]?.label ?? p);
@@ -271,37 +276,42 @@ export function RequestLog() {
         </div>
       </section>
 
-      <div className="flex flex-wrap items-baseline justify-between gap-2">
-        <p className="m-0 font-medium" data-testid="request-count">
-          {count.data
-            ? `${formatCount(count.data)} matching requests`
-            : count.data === null
-              ? "Too many rows to count for this combination of filters; the list below is complete."
-              : count.error
-                ? "Count unavailable"
-                : "Counting…"}
-        </p>
-        <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
-      </div>
-      <QueryState
-        query={list}
-        what="the request log"
-        isEmpty={() => items.length === 0}
-        empty="No request matches these filters."
-      >
-        {() => (
-          <>
-            <DataTable
-              caption="Requests, newest first"
-              columns={columns}
-              data={items}
-              rowId={(r) => r.id}
-              testId="request-log"
-            />
-            <LoadMore query={list} />
-          </>
-        )}
-      </QueryState>
+      <UrlProblems problems={problems} parsers={filterParams} withheld />
+      {enabled && (
+        <>
+          <div className="flex flex-wrap items-baseline justify-between gap-2">
+            <p className="m-0 font-medium" data-testid="request-count">
+              {count.data
+                ? `${formatCount(count.data)} matching requests`
+                : count.data === null
+                  ? "Too many rows to count for this combination of filters; the list below is complete."
+                  : count.error
+                    ? "Count unavailable"
+                    : "Counting…"}
+            </p>
+            <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
+          </div>
+          <QueryState
+            query={list}
+            what="the request log"
+            isEmpty={() => items.length === 0}
+            empty="No request matches these filters."
+          >
+            {() => (
+              <>
+                <DataTable
+                  caption="Requests, newest first"
+                  columns={columns}
+                  data={items}
+                  rowId={(r) => r.id}
+                  testId="request-log"
+                />
+                <LoadMore query={list} />
+              </>
+            )}
+          </QueryState>
+        </>
+      )}
     </>
   );
 }
@@ -315,7 +325,7 @@ function SweepLine() {
       {sweep.isPending ? (
         "Loading the sweeper's status…"
       ) : sweep.error ? (
-        `Sweeper status unavailable: ${sweep.error.message}`
+        `Sweeper status unavailable: ${userMessage(sweep.error)}`
       ) : run ? (
         <>
           Sweeper: last run <Time date={run.startedAt} /> on {run.instance}: reaped {run.reaped}, reconciled{" "}
