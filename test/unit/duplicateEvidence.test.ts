@@ -12,7 +12,7 @@ test("two keyless identical requests are a likely double charge, whatever the ga
   assert.equal(classifyPair(keyless, keyless, 50 * 60_000), "keyless_retry");
 });
 
-test("identical requests under two keys: a new key per attempt when close together, two purchases when far apart", () => {
+test("identical requests under two keys: a new key per attempt close together, two purchases far apart", () => {
   const first = { idempotencyKey: "k1", requestHash: A };
   const second = { idempotencyKey: "k2", requestHash: A };
   assert.equal(classifyPair(second, first, 15_500), "new_key_retry");
@@ -69,7 +69,8 @@ test("the CSV quotes what needs quoting and never starts a cell with a formula",
   assert.equal(lines[0]!.split(",")[0], "customer_id");
   assert.equal(
     lines[1],
-    `cus_1,"Shop, ""EU""","Likely double charge, no key",16.250,25.00,usd,ch_2,2026-12-04T15:00:00.000Z,ch_1,'=HYPERLINK(),`,
+    'cus_1,"Shop, ""EU""","Likely double charge, no key",16.250,25.00,usd,ch_2,' +
+      "2026-12-04T15:00:00.000Z,ch_1,'=HYPERLINK(),",
   );
   assert.equal(lines[2], "");
 });
