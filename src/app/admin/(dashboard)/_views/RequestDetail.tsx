@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
-import { absolute, formatMoney, prettyJson } from "../../_components/format";
+import { formatMoney, prettyJson } from "../../_components/format";
 import { Badge, PhaseBadge } from "../../_components/ui/Badge";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
@@ -127,11 +127,11 @@ function Loaded({ d }: { d: Detail }) {
             <dd>{r.route}</dd>
             <dt>Created</dt>
             <dd>
-              <Time date={r.createdAt} /> ({absolute(r.createdAt)})
+              <Time date={r.createdAt} precision="ms" />
             </dd>
             <dt>Last change</dt>
             <dd>
-              <Time date={r.updatedAt} />
+              <Time date={r.updatedAt} precision="ms" />
             </dd>
             <dt>Expires</dt>
             <dd>
@@ -238,7 +238,8 @@ function Loaded({ d }: { d: Detail }) {
                 <Badge tone={tone}>{label}</Badge>
                 <span className="min-w-0 flex-1">{text}</span>
                 <span className="text-sm muted">
-                  <Time date={e.at} /> · {e.fromRecord ? "from the record (no event written)" : e.instance}
+                  <Time date={e.at} precision="ms" /> ·{" "}
+                  {e.fromRecord ? "from the record (no event written)" : e.instance}
                   {e.attempt !== null && ` · attempt ${e.attempt}`}
                 </span>
               </li>

@@ -13,6 +13,7 @@ import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { DateRange } from "../../_components/ui/DateRange";
 import { Time } from "../../_components/ui/Time";
 import { SearchResults } from "./SearchResults";
 
@@ -78,9 +79,6 @@ const columns: ColumnDef<Item>[] = [
   { header: "Attempt", cell: ({ row }) => row.original.attempt },
   { header: "Created", cell: ({ row }) => <Time date={row.original.createdAt} /> },
 ];
-
-const toInputValue = (d: Date | null) => (d ? d.toISOString().slice(0, 16) : "");
-const fromInputValue = (v: string) => (v ? new Date(`${v}:00Z`) : null);
 
 export function RequestLog() {
   const trpc = useTRPC();
@@ -222,24 +220,9 @@ export function RequestLog() {
             onKeyDown={(e) => e.key === "Enter" && void setParams({ customer: e.currentTarget.value.trim() || null })}
           />
         </label>
-        <label className="field">
-          Created from (UTC)
-          <input
-            className="input"
-            type="datetime-local"
-            value={toInputValue(params.since)}
-            onChange={(e) => void setParams({ since: fromInputValue(e.target.value) })}
-          />
-        </label>
-        <label className="field">
-          Created until (UTC)
-          <input
-            className="input"
-            type="datetime-local"
-            value={toInputValue(params.until)}
-            onChange={(e) => void setParams({ until: fromInputValue(e.target.value) })}
-          />
-        </label>
+        <div className="sm:col-span-2">
+          <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} />
+        </div>
         <div className="flex flex-wrap items-end gap-2">
           {[1, 24, 168].map((h) => (
             <button
