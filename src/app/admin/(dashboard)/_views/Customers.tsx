@@ -1,6 +1,6 @@
 "use client";
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ColumnDef } from "@tanstack/react-table";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
@@ -22,6 +22,7 @@ import { EvidenceBadge } from "./PairEvidence";
 export function CustomerSearch() {
   const router = useRouter();
   const trpc = useTRPC();
+  const queryClient = useQueryClient();
   const [input, setInput] = useState("");
   const [prefix, setPrefix] = useState("");
   const matches = useQuery({
@@ -38,10 +39,14 @@ export function CustomerSearch() {
         role="search"
         aria-label="Find a customer"
         className="card flex flex-wrap items-end gap-2"
-        onSubmit={(e) => {
+        onSubmit={async (e) => {
           e.preventDefault();
           const id = input.trim();
-          if (id) router.push(`/admin/customers/${encodeURIComponent(id)}`);
+          if (!id) return;
+          // A pasted charge id or key opens its record; anything else is taken as a customer id.
+          const matches = await queryClient.fetchQuery(trpc.requests.resolve.queryOptions({ q: id.slice(0, 64) }));
+          const target = matches.find((m) => m.kind === "customer") ?? (matches.length === 1 ? matches[0] : null);
+          router.push(target?.path ?? `/admin/customers/${encodeURIComponent(id)}`);
         }}
       >
         <label className="field min-w-0 flex-1">

@@ -1,8 +1,9 @@
 "use client";
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ColumnDef } from "@tanstack/react-table";
 import Link from "next/link";
+import { useRouter } from "next/navigation";
 import { parseAsInteger, parseAsIsoDateTime, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import { useState } from "react";
 import type { RouterOutputs } from "~/trpc/react";
@@ -97,10 +98,29 @@ export function RequestLog() {
   const list = useInfiniteQuery(
     trpc.requests.list.infiniteQueryOptions(
       { ...filters, limit: 25 },
-      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 5_000, placeholderData: (prev) => prev },
+      {
+        getNextPageParam: (p) => p.nextCursor,
+        refetchInterval: 5_000,
+        placeholderData: (prev) => prev,
+        enabled: !params.q,
+      },
     ),
   );
-  const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000 }));
+  const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000, enabled: !params.q }));
+  const queryClient = useQueryClient();
+  const router = useRouter();
+  const [landing, setLanding] = useState<RouterOutputs["requests"]["resolve"]>([]);
+  /** A whole key, charge id or customer id opens its page; anything else is searched as a prefix. */
+  async function land(q: string) {
+    setLanding([]);
+    if (!q) return void setParams({ q: null });
+    const matches = await queryClient
+      .fetchQuery(trpc.requests.resolve.queryOptions({ q: q.slice(0, 64) }))
+      .catch(() => []);
+    if (matches.length === 1) return router.push(matches[0]!.path);
+    setLanding(matches);
+    void setParams({ q });
+  }
   const items = list.data?.pages.flatMap((p) => p.items) ?? [];
   const phaseLabel = (p: (typeof PHASES)[number]) =>
     p === "in_progress" ? "All in progress" : p === "complete" ? "All complete" : (options.data?.phases[p]?.label ?? p);
@@ -119,11 +139,11 @@ export function RequestLog() {
         className="card flex flex-wrap items-end gap-2"
         onSubmit={(e) => {
           e.preventDefault();
-          void setParams({ q: search.trim() || null });
+          void land(search.trim());
         }}
       >
         <label className="field min-w-0 flex-1">
-          Search by the start of an idempotency key, charge id or customer id
+          Search by an idempotency key, charge id or customer id, or its start
           <input
             className="input"
             value={search}
@@ -140,6 +160,7 @@ export function RequestLog() {
             className="btn-secondary"
             onClick={() => {
               setSearch("");
+              setLanding([]);
               void setParams({ q: null });
             }}
           >
@@ -147,144 +168,161 @@ export function RequestLog() {
           </button>
         )}
       </form>
-      {params.q && <SearchResults prefix={params.q} />}
-
-      <SweepLine />
-
-      <section aria-label="Filters" className="card grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-4">
-        <label className="field">
-          State
-          <select
-            className="input"
-            value={params.phase ?? ""}
-            onChange={(e) => void setParams({ phase: (e.target.value || null) as never })}
-          >
-            <option value="">any</option>
-            {PHASES.map((p) => (
-              <option key={p} value={p}>
-                {phaseLabel(p)}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          Stored status
-          <select
-            className="input"
-            value={params.status ?? ""}
-            onChange={(e) => void setParams({ status: (e.target.value || null) as never })}
-          >
-            <option value="">any</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s === "none" ? "none yet (in progress)" : s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          Route
-          <select
-            className="input"
-            value={params.route ?? ""}
-            onChange={(e) => void setParams({ route: e.target.value || null })}
-          >
-            <option value="">any</option>
-            {options.data?.routes.map((r) => (
-              <option key={r}>{r}</option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          API client
-          <select
-            className="input"
-            value={params.client ?? ""}
-            onChange={(e) => void setParams({ client: e.target.value ? Number(e.target.value) : null })}
-          >
-            <option value="">any</option>
-            {options.data?.clients.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          Customer id
-          <input
-            className="input"
-            defaultValue={params.customer ?? ""}
-            key={params.customer ?? ""}
-            onBlur={(e) => void setParams({ customer: e.target.value.trim() || null })}
-            onKeyDown={(e) => e.key === "Enter" && void setParams({ customer: e.currentTarget.value.trim() || null })}
-          />
-        </label>
-        <div className="sm:col-span-2">
-          <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} />
-        </div>
-        <div className="flex flex-wrap items-end gap-2">
-          {[1, 24, 168].map((h) => (
-            <button
-              key={h}
-              type="button"
-              className="btn-secondary"
-              onClick={() => void setParams({ since: new Date(Date.now() - h * HOUR), until: null })}
-            >
-              Last {h === 168 ? "7 days" : `${h} h`}
-            </button>
+      {landing.length > 1 && (
+        <p role="status" className="card" data-testid="search-choices">
+          “{search.trim()}” names several records:{" "}
+          {landing.map((m) => (
+            <Link key={m.kind} href={m.path} className="mr-3">
+              the {m.kind} {m.id}
+            </Link>
           ))}
-          <button
-            type="button"
-            className="btn-secondary"
-            onClick={() =>
-              void setParams({
-                phase: null,
-                status: null,
-                route: null,
-                client: null,
-                customer: null,
-                since: null,
-                until: null,
-              })
-            }
-          >
-            Reset filters
-          </button>
-        </div>
-      </section>
-
-      <div className="flex flex-wrap items-baseline justify-between gap-2">
-        <p className="m-0 font-medium" data-testid="request-count">
-          {count.data
-            ? `${formatCount(count.data)} matching requests`
-            : count.data === null
-              ? "Too many rows to count for this combination of filters; the list below is complete."
-              : count.error
-                ? "Count unavailable"
-                : "Counting…"}
         </p>
-        <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
-      </div>
-      <QueryState
-        query={list}
-        what="the request log"
-        isEmpty={() => items.length === 0}
-        empty="No request matches these filters."
-      >
-        {() => (
-          <>
-            <DataTable
-              caption="Requests, newest first"
-              columns={columns}
-              data={items}
-              rowId={(r) => r.id}
-              testId="request-log"
-            />
-            <LoadMore query={list} />
-          </>
-        )}
-      </QueryState>
+      )}
+      {params.q && <SearchResults prefix={params.q} requestColumns={columns} />}
+
+      {/* While a search is shown, its matches are the list; the log and its filters come back with "Clear search". */}
+      {!params.q && <SweepLine />}
+
+      {!params.q && (
+        <>
+          <section aria-label="Filters" className="card grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-4">
+            <label className="field">
+              State
+              <select
+                className="input"
+                value={params.phase ?? ""}
+                onChange={(e) => void setParams({ phase: (e.target.value || null) as never })}
+              >
+                <option value="">any</option>
+                {PHASES.map((p) => (
+                  <option key={p} value={p}>
+                    {phaseLabel(p)}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              Stored status
+              <select
+                className="input"
+                value={params.status ?? ""}
+                onChange={(e) => void setParams({ status: (e.target.value || null) as never })}
+              >
+                <option value="">any</option>
+                {STATUSES.map((s) => (
+                  <option key={s} value={s}>
+                    {s === "none" ? "none yet (in progress)" : s}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              Route
+              <select
+                className="input"
+                value={params.route ?? ""}
+                onChange={(e) => void setParams({ route: e.target.value || null })}
+              >
+                <option value="">any</option>
+                {options.data?.routes.map((r) => (
+                  <option key={r}>{r}</option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              API client
+              <select
+                className="input"
+                value={params.client ?? ""}
+                onChange={(e) => void setParams({ client: e.target.value ? Number(e.target.value) : null })}
+              >
+                <option value="">any</option>
+                {options.data?.clients.map((c) => (
+                  <option key={c.id} value={c.id}>
+                    {c.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              Customer id
+              <input
+                className="input"
+                defaultValue={params.customer ?? ""}
+                key={params.customer ?? ""}
+                onBlur={(e) => void setParams({ customer: e.target.value.trim() || null })}
+                onKeyDown={(e) =>
+                  e.key === "Enter" && void setParams({ customer: e.currentTarget.value.trim() || null })
+                }
+              />
+            </label>
+            <div className="sm:col-span-2">
+              <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} />
+            </div>
+            <div className="flex flex-wrap items-end gap-2">
+              {[1, 24, 168].map((h) => (
+                <button
+                  key={h}
+                  type="button"
+                  className="btn-secondary"
+                  onClick={() => void setParams({ since: new Date(Date.now() - h * HOUR), until: null })}
+                >
+                  Last {h === 168 ? "7 days" : `${h} h`}
+                </button>
+              ))}
+              <button
+                type="button"
+                className="btn-secondary"
+                onClick={() =>
+                  void setParams({
+                    phase: null,
+                    status: null,
+                    route: null,
+                    client: null,
+                    customer: null,
+                    since: null,
+                    until: null,
+                  })
+                }
+              >
+                Reset filters
+              </button>
+            </div>
+          </section>
+
+          <div className="flex flex-wrap items-baseline justify-between gap-2">
+            <p className="m-0 font-medium" data-testid="request-count">
+              {count.data
+                ? `${formatCount(count.data)} matching requests`
+                : count.data === null
+                  ? "Too many rows to count for this combination of filters; the list below is complete."
+                  : count.error
+                    ? "Count unavailable"
+                    : "Counting…"}
+            </p>
+            <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
+          </div>
+          <QueryState
+            query={list}
+            what="the request log"
+            isEmpty={() => items.length === 0}
+            empty="No request matches these filters."
+          >
+            {() => (
+              <>
+                <DataTable
+                  caption="Requests, newest first"
+                  columns={columns}
+                  data={items}
+                  rowId={(r) => r.id}
+                  testId="request-log"
+                />
+                <LoadMore query={list} />
+              </>
+            )}
+          </QueryState>
+        </>
+      )}
     </>
   );
 }
