@@ -220,7 +220,7 @@ describe("the dashboard's queries at a realistic size", () => {
     void staffContext;
   });
 
-  test("ANALYZE: a deep page of the biggest client reads its page's rows, not every row newer than the cursor", async () => {
+  test("ANALYZE: a deep page of the biggest client reads its page, not every row newer than the cursor", async () => {
     // This client holds most of the table, as the largest client does at 5M records: asked for whole rows,
     // MariaDB then reads its index by the client alone from the newest row down (recordListStatement).
     const s = createCaller(createInnerTRPCContext({ user: support }));
