@@ -238,14 +238,17 @@ describe("the dashboard's queries at a realistic size", () => {
     }[];
     const read: { table: string; rows: number; access: string }[] = [];
     const walk = (node: unknown): void => {
-      if (Array.isArray(node)) return node.forEach(walk);
+      if (Array.isArray(node)) {
+        for (const child of node) walk(child);
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const t = (node as { table?: { table_name: string; r_rows?: number; r_loops?: number; access_type: string } })
         .table;
       if (t?.table_name === "idempotent_requests") {
         read.push({ table: t.table_name, rows: (t.r_rows ?? 0) * (t.r_loops ?? 1), access: t.access_type });
       }
-      Object.values(node).forEach(walk);
+      for (const child of Object.values(node)) walk(child);
     };
     walk(JSON.parse(row!.ANALYZE));
     assert.ok(read.length > 0, row!.ANALYZE);

@@ -26,6 +26,7 @@ export const AUDIT_ACTIONS = [
   "api_key.revoked",
   "mode.changed",
   "client_mode.changed",
+  "ledger_mismatch.resolved",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -48,7 +49,10 @@ export function cliContext(name = `cli:${process.env.USER ?? "unknown"}`): Audit
 
 export type AuditEntry = {
   action: AuditAction;
-  target?: { type: "staff_user" | "api_client" | "api_key" | "session" | "setting"; id: string | number };
+  target?: {
+    type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "ledger_mismatch";
+    id: string | number;
+  };
   details?: Record<string, unknown>;
 };
 

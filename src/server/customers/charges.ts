@@ -9,6 +9,7 @@ import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 import { decodeRecord, phaseDisplay } from "~/server/idempotency";
 import { before, bounded, cond, COUNT_CAP, cursorOf, cursorSchema, where } from "~/server/requests/sql";
+import { openMismatchesOf } from "~/server/ledger/mismatches";
 import { classifyPair, evidenceDisplay } from "./evidence";
 import { type RequestSnapshot, requestSnapshots } from "./pairEvidence";
 
@@ -170,9 +171,17 @@ export async function chargeDetail(id: string, minutes = DEFAULT_WINDOW_MINUTES)
     where: { id },
     select: { gatewayChargeId: true, gatewayIdempotencyKey: true, idempotentRequestId: true },
   });
-  const [charge] = await present(rows, minutes);
+  const [[charge], openMismatches] = await Promise.all([
+    present(rows, minutes),
+    openMismatchesOf({
+      chargeIds: [id],
+      gatewayChargeIds: [full.gatewayChargeId],
+      requestIds: full.idempotentRequestId === null ? [] : [full.idempotentRequestId],
+    }),
+  ]);
   return {
     ...charge!,
+    openMismatches,
     gatewayChargeId: full.gatewayChargeId,
     gatewayIdempotencyKey: full.gatewayIdempotencyKey,
     recordPruned: full.idempotentRequestId === null,

@@ -14,6 +14,7 @@ import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { MismatchWarning } from "../../_components/MismatchWarning";
 import { DateRange } from "../../_components/ui/DateRange";
 import { Time } from "../../_components/ui/Time";
 import { EvidenceBadge } from "./PairEvidence";
@@ -241,6 +242,7 @@ export function ChargeDetail({ id }: { id: string }) {
               ? "Its request record is linked below."
               : "Its request record has expired and was pruned; the charge stays."}
           </PageHeader>
+          <MismatchWarning mismatches={c.openMismatches} />
           {c.possibleDuplicateOf?.evidence.likely && (
             <p role="status" className="card warn" data-testid="duplicate-warning">
               {c.possibleDuplicateOf.evidence.label}:{" "}

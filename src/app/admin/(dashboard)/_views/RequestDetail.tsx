@@ -8,6 +8,7 @@ import { formatMoney, prettyJson } from "../../_components/format";
 import { Badge, PhaseBadge } from "../../_components/ui/Badge";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { MismatchWarning } from "../../_components/MismatchWarning";
 import { Time } from "../../_components/ui/Time";
 
 type Detail = RouterOutputs["requests"]["byId"];
@@ -111,6 +112,7 @@ function Loaded({ d }: { d: Detail }) {
       >
         {r.phase.description}
       </PageHeader>
+      <MismatchWarning mismatches={d.openMismatches} />
       <div className="grid gap-4 lg:grid-cols-2">
         <section className="card" aria-label="The record">
           <h2 className="mb-2">The record</h2>

@@ -16,6 +16,7 @@ export function ConfirmDialog({
   onConfirm,
   pending,
   error,
+  reasonLabel = "Reason (kept in the audit log)",
 }: {
   trigger: ReactNode;
   title: string;
@@ -24,6 +25,7 @@ export function ConfirmDialog({
   onConfirm: (reason: string) => Promise<unknown>;
   pending: boolean;
   error: string | null;
+  reasonLabel?: string;
 }) {
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
@@ -59,7 +61,7 @@ export function ConfirmDialog({
             }}
           >
             <label className="field">
-              Reason (kept in the audit log)
+              {reasonLabel}
               <textarea
                 className="input min-h-20"
                 value={reason}
