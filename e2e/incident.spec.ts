@@ -71,6 +71,7 @@ test("support finds the keyless double charge among same-amount purchases, and t
 
   await login(page, "support");
   await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "Customers" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Customers");
   await page.getByLabel(/Customer id/).fill(customer);
   await page.getByRole("button", { name: "Show charges" }).click();
   const table = page.getByTestId("customer-charges");

@@ -21,11 +21,7 @@ function CloseMismatch({ m }: { m: Mismatch }) {
   const queryClient = useQueryClient();
   const resolve = useMutation(
     trpc.ledger.resolve.mutationOptions({
-      onSuccess: () =>
-        Promise.all([
-          queryClient.invalidateQueries({ queryKey: trpc.ledger.mismatches.queryKey() }),
-          queryClient.invalidateQueries({ queryKey: trpc.ledger.status.queryKey() }),
-        ]),
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.ledger.pathKey() }),
     }),
   );
   return (
