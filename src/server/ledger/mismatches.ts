@@ -13,6 +13,11 @@ export const MISMATCH_LABELS: Record<LedgerMismatchKind, string> = {
   app_charge_without_gateway_charge: "App charge the gateway does not have",
   amount_or_currency_mismatch: "Amount or currency differs",
   several_gateway_charges_for_one_operation: "Several gateway charges for one operation",
+  gateway_refund_without_app_refund: "Gateway refund the app does not know",
+  app_refund_without_gateway_refund: "App refund the gateway does not have",
+  refund_amount_mismatch: "Refund amount differs",
+  several_gateway_refunds_for_one_operation: "Several gateway refunds for one operation",
+  refunds_exceed_charge: "Refunds exceed their charge, or do not add up",
 };
 
 /** The open mismatches that name any of these charges, requests or gateway charges (indexed lookups). */

@@ -4,7 +4,6 @@
  * page it opens); a new kind (refund ids, request ids) is one more row. Every
  * row is asked at once; one match opens its page, several are offered.
  */
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
 import { db } from "~/server/db";
 import { keyToBytes } from "~/server/idempotency";
 
@@ -28,13 +27,9 @@ const RESOLVERS: Resolver[] = [
   },
   {
     kind: "idempotency key",
+    // On any money route (charges, refunds): the unique (idempotency_key, route) index, its first column.
     find: async (q) =>
-      first(
-        db.idempotentRequest.findMany({
-          where: { idempotencyKey: keyToBytes(q), route: CHARGES_ROUTE },
-          select: { id: true },
-        }),
-      ),
+      first(db.idempotentRequest.findMany({ where: { idempotencyKey: keyToBytes(q) }, select: { id: true }, take: 1 })),
     path: (id) => `/admin/requests/${id}`,
   },
   {
