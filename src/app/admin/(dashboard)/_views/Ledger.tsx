@@ -88,8 +88,9 @@ export function Ledger() {
                   )}
                 </p>
                 <p className="m-0 text-sm muted">
-                  Gateway charges {s.lastRun.gatewayCharges}, app charges {s.lastRun.appCharges}, repaired{" "}
-                  {s.lastRun.repaired}, mismatches {s.lastRun.mismatches}.
+                  Gateway charges {s.lastRun.gatewayCharges}, app charges {s.lastRun.appCharges}, gateway refunds{" "}
+                  {s.lastRun.gatewayRefunds}, app refunds {s.lastRun.appRefunds}, repaired {s.lastRun.repaired},{" "}
+                  <span data-testid="healed">healed {s.lastRun.healed}</span>, mismatches {s.lastRun.mismatches}.
                 </p>
               </>
             ) : (
@@ -126,7 +127,9 @@ export function Ledger() {
                   <li key={m.id} id={`mismatch-${m.id}`} className="card space-y-1" data-testid="mismatch">
                     <div className="flex flex-wrap items-center justify-between gap-2">
                       <p className="m-0 flex flex-wrap items-center gap-2">
-                        <Badge tone={m.resolvedAt ? "neutral" : "danger"}>{m.resolvedAt ? "resolved" : "open"}</Badge>
+                        <Badge tone={m.healedRefundId ? "ok" : m.resolvedAt ? "neutral" : "danger"}>
+                          {m.healedRefundId ? "healed" : m.resolvedAt ? "resolved" : "open"}
+                        </Badge>
                         <strong>{m.label}</strong> <Time date={m.detectedAt} />
                       </p>
                       {engineer && !m.resolvedAt && <CloseMismatch m={m} />}
