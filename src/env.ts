@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { sessionSecretProblem } from "~/server/auth/sessionSecret";
+import { sessionSecretProblem } from "~/lib/sessionSecret";
 
 const flag = z
   .enum(["true", "false"])

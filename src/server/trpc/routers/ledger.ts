@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recordIdSchema } from "~/lib/recordId";
 import { MISMATCH_LABELS, resolveMismatch } from "~/server/ledger/mismatches";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
@@ -17,10 +18,7 @@ export const ledgerRouter = createTRPCRouter({
     .input(
       z.object({
         includeResolved: z.boolean().default(false),
-        cursor: z
-          .string()
-          .regex(/^\d{1,19}$/)
-          .nullish(),
+        cursor: recordIdSchema.nullish(),
         limit: z.number().int().min(1).max(100).default(25),
       }),
     )
@@ -45,7 +43,7 @@ export const ledgerRouter = createTRPCRouter({
 
   /** An engineer closes a mismatch with a note (src/server/ledger/mismatches.ts), audited. */
   resolve: engineerProcedure
-    .input(z.object({ id: z.string().regex(/^\d{1,19}$/), note: z.string().trim().min(3).max(2000) }))
+    .input(z.object({ id: recordIdSchema, note: z.string().trim().min(3).max(2000) }))
     .mutation(({ ctx, input }) =>
       resolveMismatch(BigInt(input.id), input.note, { staffId: ctx.user.id, audit: ctx.audit }),
     ),
