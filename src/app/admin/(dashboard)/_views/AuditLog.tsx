@@ -4,7 +4,7 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { userMessage } from "../../_components/errorMessage";
 import { useTRPC } from "~/trpc/react";
-import { absolute } from "../../_components/format";
+import { Time } from "../../_components/ui/Time";
 
 type Filters = { action?: string; actor?: string; since?: Date };
 
@@ -93,7 +93,9 @@ export function AuditLog() {
           <tbody>
             {entries.map((e) => (
               <tr key={e.id}>
-                <td>{absolute(e.createdAt)}</td>
+                <td>
+                  <Time date={e.createdAt} />
+                </td>
                 <td>{e.action}</td>
                 <td>{e.actorLabel ?? e.actorType}</td>
                 <td>{e.targetType ? `${e.targetType} ${e.targetId}` : "—"}</td>

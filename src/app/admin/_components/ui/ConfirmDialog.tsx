@@ -18,6 +18,7 @@ export function ConfirmDialog({
   pending,
   error,
   askReason = true,
+  reasonLabel = "Reason (kept in the audit log)",
 }: {
   trigger: ReactNode;
   title: string;
@@ -27,6 +28,7 @@ export function ConfirmDialog({
   pending: boolean;
   error: string | null;
   askReason?: boolean;
+  reasonLabel?: string;
 }) {
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
@@ -63,7 +65,7 @@ export function ConfirmDialog({
           >
             {askReason && (
               <label className="field">
-                Reason (kept in the audit log)
+                {reasonLabel}
                 <textarea
                   className="input min-h-20"
                   value={reason}
