@@ -75,6 +75,8 @@ if (build) await run("next", ["build"], { ...config.env, NODE_ENV: "production" 
 
 const testEnv = {
   ...config.env,
+  // The CLIs a test runs resolve the database as `npm start` does, admin URL first: this run's, not .env's.
+  DATABASE_ADMIN_URL: config.databaseUrl,
   TEST_APP_URL: `http://127.0.0.1:${config.appPort}`,
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,

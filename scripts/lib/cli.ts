@@ -1,10 +1,10 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { loadDotEnv } from "./config";
+import { pointAtStartDatabase } from "./config";
 
 /**
  * Shared by `npm run clients` and `npm run staff`: parses `<command> --flags`,
- * runs the command against DATABASE_URL (from the environment or .env) and
- * prints a domain refusal as a one-line error (exit 1).
+ * runs the command against the database `npm start` uses (DATABASE_ADMIN_URL,
+ * else DATABASE_URL; config.ts) and prints a domain refusal as a one-line error (exit 1).
  */
 export async function runCli(
   usage: string,
@@ -14,7 +14,7 @@ export async function runCli(
     (values: Record<string, string | boolean | undefined>, positionals: string[]) => Promise<void>
   >,
 ) {
-  loadDotEnv();
+  pointAtStartDatabase();
   const { values, positionals } = parseArgs({
     options: { ...options, help: { type: "boolean" } },
     allowPositionals: true,

@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import * as mariadb from "mariadb";
 import { hashApiKey } from "~/server/auth/apiKeyHash";
-import { gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
+import { adminDatabaseUrl, gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
 import { createDatabase, PrivateMariaDb } from "../mariadbServer";
 import { applyMigrations } from "../migrate";
 import { startApp, startGateway, startSweeper, type Service } from "../processes";
@@ -39,7 +39,7 @@ export async function startFaultStack() {
   const dbPort = 3330 + testSlot;
   const database = new PrivateMariaDb(path.join(root, `.data/faults-mariadb${suffix}`), dbPort);
   const databaseUrl = `mysql://root@127.0.0.1:${dbPort}/charges_faults`;
-  const main = process.env.DATABASE_URL ?? "mysql://root@127.0.0.1:3306/charges";
+  const main = adminDatabaseUrl();
   const gatewayDatabaseUrl = withDatabase(main, `charges_faults${suffix}_gateway`);
   const gatewayPort = 4110 + 20 * testSlot + 10;
   const appPorts = [3100 + 20 * testSlot + 10, 3100 + 20 * testSlot + 11] as const;
