@@ -21,7 +21,8 @@ import { chargeBody, postCharge, startAppInstance, closeConnections, waitFor, ty
 const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
 const APP_URL = `http://127.0.0.1:${APP_PORT}`;
 const DB_PORT = 3317 + Number(process.env.TEST_SLOT ?? 0);
-const server = new PrivateMariaDb(path.resolve(".data/test-restart-mariadb"), DB_PORT);
+// Its data folder is this slot's: two test runs in different slots each restart their own server.
+const server = new PrivateMariaDb(path.resolve(`.data/test-restart-mariadb${process.env.TEST_SLOT ?? ""}`), DB_PORT);
 const databaseUrl = `mysql://root@127.0.0.1:${DB_PORT}/charges_restart`;
 const apiKey = `sk_test_${randomUUID()}`;
 // A gateway of its own (its state on the main server, as a real provider's is
