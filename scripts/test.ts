@@ -22,6 +22,7 @@ import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
 import { bin, run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
 import { FAULT_RUN_SECONDS } from "./lib/suite/lanes";
+import { warmUpDashboard } from "./lib/warmUp";
 
 loadDotEnv();
 const config = testConfig();
@@ -148,6 +149,10 @@ try {
   if (runBrowserTests) {
     // `e2e/dashboard.spec.ts` or `e2e/dashboard.spec.ts:120` (a file, or the test at that line) go to Playwright.
     const specs = filters.filter((f) => f.startsWith("e2e/"));
+    await warmUpDashboard(testEnv.TEST_APP_URL, {
+      email: testEnv.TEST_ENGINEER_EMAIL,
+      password: testEnv.TEST_ENGINEER_PASSWORD,
+    });
     await run("playwright", ["test", ...specs], testEnv).catch((e) => failures.push(String(e)));
   }
   // Whatever the tests did, the ledger must add up: finish what is left, then reconcile the whole run.
