@@ -61,14 +61,15 @@ export function leastSquares(points: readonly Point[]): Line | null {
 
 /**
  * The growth over the judged minutes that a slope implies: the line's value at the last minute over its value at
- * the first, the line turning about the samples' mean. Infinite when the line starts at or below zero and rises.
+ * the first, the line turning about the samples' mean. Infinite when the line starts at or below zero and rises;
+ * 0 when it ends below zero.
  */
 export function growthAt(line: Line, slopePerMinute: number): number {
   const at = (minute: number) => line.meanValue + slopePerMinute * (minute - line.meanMinute);
   const start = at(line.firstMinute);
   const end = at(line.lastMinute);
   if (start <= 0) return end > start ? Number.POSITIVE_INFINITY : 1;
-  return end / start;
+  return Math.max(0, end / start); // a line that falls below zero has fallen to nothing, not to a negative size
 }
 
 export type GrowthVerdict = {

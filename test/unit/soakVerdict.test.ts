@@ -68,3 +68,9 @@ test("too few samples: no verdict, no failure", () => {
   assert.equal(verdict.fails, false);
   assert.match(verdict.text, /too few samples/);
 });
+
+test("a wide interval on few samples: the growth's bounds stay at 0 or more", () => {
+  const verdict = judgeGrowth(series([900, 1400, 700], 1, 0.5), 1.5);
+  assert.ok(verdict.growthInterval[0] >= 0, verdict.text);
+  assert.equal(verdict.fails, false);
+});
