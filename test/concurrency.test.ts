@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { chargeOnGateway } from "~/server/charges/gatewayWork";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { env } from "~/env";
 import { poolUsage } from "~/server/db";
 import { slotsBetween } from "~/server/db/poolUsage";

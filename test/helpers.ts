@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
 import type { FinishedBy } from "~/generated/prisma/client";
-import { chargesOfCustomer, removeCharges } from "~/gateway-sim/inspect";
+import { chargesOfCustomer, refundsOfCharge, removeCharges } from "~/gateway-sim/inspect";
 import { createApiClient } from "~/server/auth/apiClients";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
 import { deriveGatewayKey, gateway, type GatewayCharge } from "~/server/gateway";
@@ -43,21 +43,34 @@ export function chargeBody(overrides: Record<string, unknown> = {}) {
   };
 }
 
-export async function postCharge(opts: {
+type PostOptions = {
   apiKey?: string;
   key?: string;
   body?: unknown;
   rawBody?: BodyInit;
   headers?: Record<string, string>;
   baseUrl?: string;
-}): Promise<ApiResponse> {
+  signal?: AbortSignal;
+};
+
+export function postCharge(opts: PostOptions): Promise<ApiResponse> {
+  return postTo("/api/charges", { ...opts, body: opts.body ?? chargeBody() });
+}
+
+export function postRefund(opts: PostOptions): Promise<ApiResponse> {
+  return postTo("/api/refunds", opts);
+}
+
+/** A POST to a money route (or any path), as a client sends it. */
+export async function postTo(path: string, opts: PostOptions): Promise<ApiResponse> {
   const headers: Record<string, string> = { "Content-Type": "application/json", ...opts.headers };
   if (opts.apiKey) headers.Authorization = `Bearer ${opts.apiKey}`;
   if (opts.key !== undefined) headers["Idempotency-Key"] = opts.key;
-  const res = await fetch(`${opts.baseUrl ?? APP_URL}/api/charges`, {
+  const res = await fetch(`${opts.baseUrl ?? APP_URL}${path}`, {
     method: "POST",
     headers,
-    body: opts.rawBody ?? JSON.stringify(opts.body ?? chargeBody()),
+    body: opts.rawBody ?? JSON.stringify(opts.body ?? {}),
+    signal: opts.signal,
   });
   const text = await res.text();
   let json: unknown;
@@ -99,6 +112,19 @@ export async function untilGatewayShowsCharge(record: IdempotencyRecord) {
   const lookup = { idempotencyKey: deriveGatewayKey(record), metadata, lastAttemptAt: new Date() };
   const shows = async () => (await gateway.findCharge(lookup)).kind === "charged";
   await waitFor("the gateway's lookup to show the charge", shows);
+}
+
+/** A succeeded charge of this client (its id), made through the API; `card_token` picks its refunds' behaviour. */
+export async function newCharge(apiKey: string, overrides: Record<string, unknown> = {}): Promise<string> {
+  const res = await postCharge({ apiKey, key: uniqueKey("charge"), body: chargeBody(overrides) });
+  assert.equal(res.status, 201, res.text);
+  return res.json.id as string;
+}
+
+/** The refunds the gateway made of one of the app's charges: what really moved back. */
+export async function gatewayRefunds(chargeId: string) {
+  const charge = await db.charge.findUniqueOrThrow({ where: { id: chargeId } });
+  return refundsOfCharge(gatewayDb(), charge.gatewayChargeId);
 }
 
 export async function localCharges(customerId: string) {

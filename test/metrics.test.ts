@@ -22,7 +22,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 const answers = (text: string, outcome: string, status: string) =>
-  sample(text, "charges_answers_total", { outcome, status });
+  sample(text, "charges_answers_total", { route: "POST /api/charges", outcome, status });
 
 let apiKey: string;
 let clientId: number;
@@ -59,9 +59,12 @@ describe("GET /api/metrics", () => {
     assert.equal(delta("fresh", "201"), 1);
     assert.equal(delta("replay", "201"), 1);
     assert.equal(delta("in_progress", "409"), 1);
-    assert.equal(delta("key_reused", "422"), 1);
+    assert.equal(delta("idempotency_key_reused", "422"), 1);
     assert.equal(delta("invalid_request", "400"), 1);
-    assert.ok(res.text.includes('charges_answers_total{outcome="service_unavailable",status="503"}'), "503 shown at 0");
+    assert.ok(
+      answers(res.text, "service_unavailable", "503") === 0 && res.text.includes('outcome="service_unavailable"'),
+      "503 shown at 0",
+    );
   });
 
   test("claim and gateway latency histograms, the pool, the sweeper, the ledger and the runtime", async () => {

@@ -1,7 +1,7 @@
 /** Retries of one operation: replays of the stored answer, 409 while in flight, 422 for a reused key. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { keyToBytes, runIdempotent } from "~/server/idempotency";
 import {

@@ -12,7 +12,7 @@ import { hostname } from "node:os";
 import { after, before, describe, test } from "node:test";
 import { env } from "~/env";
 import type { SessionUser } from "~/server/auth/session";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { flushEvents, requestHash, runIdempotent } from "~/server/idempotency";
 import { runSweep } from "~/server/sweep/runSweep";
 import { createCaller } from "~/server/trpc/root";

@@ -1,7 +1,8 @@
 /** Bad input gets a clear error in the documented format, before any key is claimed, and nothing is stored. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { submitCharge } from "~/server/charges/submitCharge";
+import { chargeOperation } from "~/server/charges/chargeOperation";
+import { submitOperation } from "~/server/operations/submitOperation";
 import {
   assertError,
   chargeBody,
@@ -36,18 +37,18 @@ describe("authentication", () => {
 describe("a client that hung up before its key was claimed", () => {
   test("is not worked on: nothing stored or charged; the same call with the client still there charges", async () => {
     const gone = { key: uniqueKey("gone"), body: chargeBody() };
-    const outcome = await submitCharge({
+    const outcome = await submitOperation(chargeOperation, {
       apiClientId: clientId,
       body: gone.body,
       idempotencyKeyHeader: gone.key,
       signal: AbortSignal.abort(),
     });
-    assert.equal(outcome.kind, "client_gone");
+    assert.equal(outcome.kind === "error" && outcome.code, "client_closed_request");
     assert.equal(await storedRecords(gone.key), 0);
     assert.equal((await gatewayCharges(gone.body.customer_id)).length, 0);
 
     const present = { key: uniqueKey("present"), body: chargeBody() };
-    const answered = await submitCharge({
+    const answered = await submitOperation(chargeOperation, {
       apiClientId: clientId,
       body: present.body,
       idempotencyKeyHeader: present.key,

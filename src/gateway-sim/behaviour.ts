@@ -8,6 +8,8 @@
  *                                       its way, or in the processor's queue); Charge-Not-After is checked then
  *   tok_error                           fails with 500 and charges nothing (outcome unknown to the caller)
  *   tok_charge_then_error               charges, then fails with 500 (outcome unknown; the money moved)
+ *   tok_refund_slow_<ms>, tok_refund_error, tok_refund_then_error
+ *                                       succeed; their refunds misbehave (./refundLedger.ts)
  *   anything else                       declines (invalid_token)
  */
 export type Behaviour =
@@ -23,6 +25,7 @@ export function behaviourFor(cardToken: string): Behaviour {
   if (slow) return { kind: "succeed", delayMs: Math.min(Number(slow[1]), MAX_SLOW_MS) };
   const late = /^tok_late_(\d{1,6})$/.exec(cardToken);
   if (late) return { kind: "succeed", delayMs: 0, processAfterMs: Math.min(Number(late[1]), MAX_SLOW_MS) };
+  if (/^tok_refund_/.test(cardToken)) return { kind: "succeed", delayMs: 0 };
   switch (cardToken) {
     case "tok_visa":
     case "tok_mastercard":

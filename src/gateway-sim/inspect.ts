@@ -36,3 +36,10 @@ export async function removeCharges(db: mariadb.Pool | mariadb.Connection, gatew
   if (ids.length === 0) return;
   await db.query(`DELETE FROM ${SOURCE[gateway].table} WHERE id IN (?)`, [ids]);
 }
+
+/** The refunds the simulator made of one charge (gateway id: a sim charge or a PaymentIntent), oldest first. */
+export function refundsOfCharge(db: mariadb.Pool | mariadb.Connection, gatewayChargeId: string) {
+  return db.query("SELECT id, idempotency_key, amount, metadata FROM sim_refunds WHERE charge_ref = ? ORDER BY seq", [
+    gatewayChargeId,
+  ]) as Promise<{ id: string; idempotency_key: string | null; amount: number; metadata: unknown }[]>;
+}

@@ -6,6 +6,7 @@
  *   POST /v1/charges                              (Idempotency-Key required; Charge-Not-After optional)
  *   GET  /v1/charges/by-idempotency-key/:key
  *   GET  /v1/charges?created_gte=&created_lt=&starting_after=&limit=   (the charge list, oldest first)
+ *   /v1/refunds                                   (refunds of its charges, see ./refunds.ts)
  *   GET  /health
  *
  * It also speaks the part of Stripe's API that the Stripe adapter uses
@@ -18,6 +19,8 @@ import * as mariadb from "mariadb";
 import { z } from "zod";
 import { mysqlConnectionOptions } from "../lib/mysqlUrl";
 import { behaviourFor } from "./behaviour";
+import { REFUNDS_TABLE } from "./refundLedger";
+import { refundsApi } from "./refunds";
 import { stripeApi } from "./stripe/api";
 import { ensureStripeSchema } from "./stripe/schema";
 
@@ -99,6 +102,7 @@ async function ensureSchema(url: string) {
   await conn.query(`CREATE DATABASE IF NOT EXISTS \`${name}\``);
   await conn.query(`USE \`${name}\``);
   await conn.query(SCHEMA);
+  await conn.query(REFUNDS_TABLE);
   const columns: { COLUMN_NAME: string }[] = await conn.query(
     "SELECT COLUMN_NAME FROM information_schema.columns WHERE table_schema = ? AND table_name = 'sim_charges'",
     [name],
@@ -112,6 +116,7 @@ async function ensureSchema(url: string) {
 await ensureSchema(config.GATEWAY_DATABASE_URL);
 const pool = mariadb.createPool(databaseOptions(config.GATEWAY_DATABASE_URL));
 const stripe = stripeApi(pool, { searchLagMs: config.GATEWAY_SEARCH_LAG_MS });
+const refunds = refundsApi(pool);
 
 function send(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { "Content-Type": "application/json" });
@@ -269,6 +274,7 @@ const server = createServer((req, res) => {
   const byKey = /^\/v1\/charges\/by-idempotency-key\/(.+)$/.exec(url.pathname);
   const handle = async () => {
     if (await stripe(req, res, url)) return;
+    if (await refunds(req, res, url)) return;
     if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);
     if (req.method === "GET" && url.pathname === "/v1/charges") return listCharges(url, res);
     if (req.method === "GET" && byKey) {

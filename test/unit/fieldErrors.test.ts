@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createChargeSchema, fieldErrors } from "~/server/charges/schema";
+import { createChargeSchema } from "~/server/charges/schema";
+import { fieldErrors } from "~/server/operations/fieldErrors";
 
 const errorsOf = (body: unknown) => {
   const parsed = createChargeSchema.safeParse(body);

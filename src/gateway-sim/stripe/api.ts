@@ -6,6 +6,7 @@
  *   GET  /v1/payment_intents/:id             retrieve (strongly consistent)
  *   GET  /v1/payment_intents/search?query=   search by metadata/status (sees an intent only after the lag)
  *   GET  /v1/payment_intents?created[gte]=   list, newest first, starting_after / ending_before
+ *   /v1/refunds                              create, list, retrieve (./refunds.ts)
  *
  * Authentication is Stripe's: `Authorization: Bearer sk_test_...` (any test key).
  */
@@ -34,6 +35,7 @@ import {
 } from "./params";
 import { cardBehaviour } from "./paymentMethods";
 import { intentJson, intentStore, newId, type PaymentError } from "./paymentIntents";
+import { isRefundPath, stripeRefunds } from "./refunds";
 import { parseSearchQuery } from "./searchQuery";
 
 export type StripeApiConfig = {
@@ -67,6 +69,7 @@ function authenticate(req: IncomingMessage) {
 export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
   const intents = intentStore(pool);
   const keys = idempotencyStore(pool);
+  const refunds = stripeRefunds(pool);
 
   /** Runs a create whose key (if any) this request holds; says whether its answer is saved under the key. */
   async function execute(input: CreateIntent, key: string | null): Promise<{ answer: Answer; save: boolean }> {
@@ -112,27 +115,29 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
     return { answer: { status: 200, body: JSON.stringify(intentJson(row, input.expand)) }, save: true };
   }
 
-  async function create(
+  /** A POST under Stripe's idempotency: `run` executes it for a key this request holds (or for no key). */
+  async function idempotentPost(
     req: IncomingMessage,
     requestId: string,
+    run: (params: Params, key: string | null) => Promise<{ answer: Answer; save: boolean }>,
+    endpoint: string,
   ): Promise<Answer & { replayed?: boolean; requestId?: string }> {
     const type = req.headers["content-type"] ?? "";
     if (!type.startsWith("application/x-www-form-urlencoded")) {
       throw invalidRequest("Requests must be form-encoded (Content-Type: application/x-www-form-urlencoded).");
     }
     const params = parseForm(await readBody(req));
-    const input = createIntentParams(params);
     const key = req.headers["idempotency-key"];
-    if (key === undefined) return (await execute(input, null)).answer;
+    if (key === undefined) return (await run(params, null)).answer;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
       throw invalidRequest("Idempotency-Key must be 1-255 characters.", { param: "Idempotency-Key" });
     }
-    const claim = await keys.claim(key, fingerprint("POST /v1/payment_intents", params), requestId);
+    const claim = await keys.claim(key, fingerprint(endpoint, params), requestId);
     if (claim.kind === "mismatch") throw idempotencyMismatch(key);
     if (claim.kind === "in_flight") throw idempotencyKeyInUse(key);
     if (claim.kind === "replay") return { ...claim.saved, replayed: true };
     try {
-      const { answer, save } = await execute(input, key);
+      const { answer, save } = await run(params, key);
       await (save ? keys.save(key, answer) : keys.release(key));
       return answer;
     } catch (error) {
@@ -144,7 +149,16 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
   async function route(req: IncomingMessage, url: URL, requestId: string) {
     const query = parseForm(url.search.slice(1)) as Params;
     const id = /^\/v1\/payment_intents\/([^/]+)$/.exec(url.pathname)?.[1];
-    if (req.method === "POST" && url.pathname === "/v1/payment_intents") return create(req, requestId);
+    if (req.method === "POST" && url.pathname === "/v1/payment_intents") {
+      const run = (params: Params, key: string | null) => execute(createIntentParams(params), key);
+      return idempotentPost(req, requestId, run, "POST /v1/payment_intents");
+    }
+    if (isRefundPath(url)) {
+      const refundId = /^\/v1\/refunds\/([^/]+)$/.exec(url.pathname)?.[1];
+      if (req.method === "POST" && !refundId) return idempotentPost(req, requestId, refunds.create, "POST /v1/refunds");
+      if (req.method === "GET" && !refundId) return refunds.list(query);
+      if (req.method === "GET" && refundId) return refunds.retrieve(decodeURIComponent(refundId));
+    }
     if (req.method === "GET" && url.pathname === "/v1/payment_intents") {
       const { expand, ...opts } = listParams(query);
       const { page, hasMore } = await intents.list(opts);
@@ -179,9 +193,14 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
     });
   }
 
-  /** Answers a request under /v1/payment_intents; false for any other path. */
+  /**
+   * Answers a request under /v1/payment_intents, and under /v1/refunds when it is authenticated as Stripe's
+   * requests are (the simulator's own refunds share the path, never with an Authorization header); false for
+   * any other.
+   */
   return async function handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
-    if (!url.pathname.startsWith("/v1/payment_intents")) return false;
+    const mine = url.pathname.startsWith("/v1/payment_intents") || (isRefundPath(url) && !!req.headers.authorization);
+    if (!mine) return false;
     const requestId = newId("req").slice(0, 18);
     let answer: Answer & { replayed?: boolean; requestId?: string };
     try {

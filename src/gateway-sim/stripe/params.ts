@@ -183,3 +183,31 @@ export function listParams(params: Params) {
     expand: expand(params),
   };
 }
+
+const REFUND_REASONS = ["duplicate", "requested_by_customer", "fraudulent"];
+
+/** POST /v1/refunds: a refund of a PaymentIntent (all of what is left unless `amount`). */
+export function createRefundParams(params: Params) {
+  onlyKnown(params, ["payment_intent", "amount", "reason", "metadata"]);
+  const reason = text(params, "reason");
+  if (reason !== undefined && !REFUND_REASONS.includes(reason)) {
+    throw invalidRequest(`Invalid reason: must be one of ${REFUND_REASONS.join(", ")}`, { param: "reason" });
+  }
+  return {
+    paymentIntent: text(params, "payment_intent", { required: true, max: 40 })!,
+    amount: params.amount === undefined ? null : integer(params, "amount", { min: 1, max: 99_999_999 }),
+    reason: reason ?? null,
+    metadata: metadata(params),
+  };
+}
+
+/** GET /v1/refunds: newest first, by PaymentIntent and/or creation time. */
+export function refundListParams(params: Params) {
+  onlyKnown(params, ["payment_intent", "created", "limit", "starting_after"]);
+  return {
+    paymentIntent: text(params, "payment_intent", { max: 40 }),
+    created: createdRange(params),
+    limit: integer(params, "limit", { min: 1, max: 100, fallback: 10 }),
+    startingAfter: text(params, "starting_after"),
+  };
+}

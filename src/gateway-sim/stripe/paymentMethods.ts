@@ -50,5 +50,6 @@ export function cardBehaviour(paymentMethod: string): CardBehaviour {
   if (slow) return { kind: "succeed", delayMs: Math.min(Number(slow[1]), MAX_SLOW_MS) };
   const lag = /^pm_sim_search_lag_(\d{1,7})$/.exec(paymentMethod);
   if (lag) return { kind: "succeed", delayMs: 0, searchLagMs: Number(lag[1]) };
+  if (/^pm_sim_refund_/.test(paymentMethod)) return { kind: "succeed", delayMs: 0 }; // its refunds misbehave
   return FIXED[paymentMethod] ?? { kind: "unknown" };
 }

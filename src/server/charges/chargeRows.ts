@@ -3,7 +3,6 @@ import type { Charge } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
 import type { GatewayCharge } from "~/server/gateway";
 import type { FinishedBy, IdempotencyRecord, WorkResult } from "~/server/idempotency";
-import { keylessCountStatement } from "~/server/rollout/counters";
 import { responseForCharge } from "./responses";
 
 export function newChargeId(): string {
@@ -28,6 +27,8 @@ export function chargeFromGateway(
     gatewayIdempotencyKey: gatewayKey,
     idempotentRequestId: owner.id,
     createdAt: new Date(),
+    amountRefundedCents: 0,
+    refundHeldCents: 0,
   };
 }
 
@@ -65,18 +66,5 @@ export function chargeCompletion(
   finishedBy?: Exclude<FinishedBy, "request">,
 ): WorkResult {
   const charge = chargeFromGateway(record, gatewayCharge, gatewayKey);
-  const writes = completionWrites(record, [insertCharge(charge)]);
-  return { kind: "complete", response: responseForCharge(charge), writes, finishedBy };
-}
-
-/**
- * The rows stored with a record's answer: the work's own, and for a keyless
- * request its count (rollout/counters.ts). A record completes exactly once
- * (the completion is fenced), whoever completes it, the request or the
- * sweeper, so every keyless request that got a record is counted exactly
- * once, in the transaction that stores its outcome, at no extra commit.
- */
-export function completionWrites(record: IdempotencyRecord, writes: Statement[]): Statement[] {
-  if (record.idempotencyKey !== null) return writes;
-  return [...writes, keylessCountStatement(record.apiClientId, record.createdAt)];
+  return { kind: "complete", response: responseForCharge(charge), writes: [insertCharge(charge)], finishedBy };
 }

@@ -1,9 +1,9 @@
 import { env } from "~/env";
-import { deriveGatewayKey, gateway, type ChargeMetadata } from "~/server/gateway";
+import { deriveGatewayKey, gateway, metadataFor } from "~/server/gateway";
 import type { HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { metrics, secondsSince } from "~/server/observability/metrics";
-import { chargeCompletion, completionWrites } from "./chargeRows";
+import { chargeCompletion } from "./chargeRows";
 import { abandonedResponse } from "./responses";
 import type { CreateChargeInput } from "./schema";
 
@@ -13,15 +13,6 @@ const recordFields = (record: IdempotencyRecord) => ({
   apiClientId: record.apiClientId,
   idempotencyKey: record.idempotencyKey,
 });
-
-/** What the gateway keeps beside each charge, so the ledger can name the operation behind it. */
-export function metadataFor(record: IdempotencyRecord): ChargeMetadata {
-  return {
-    requestId: String(record.id),
-    apiClientId: String(record.apiClientId),
-    idempotencyKey: record.idempotencyKey,
-  };
-}
 
 /**
  * The work of POST /api/charges under a held claim: one gateway call under the
@@ -75,10 +66,8 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
   switch (lookup.kind) {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
-    case "not_charged": {
-      const writes = completionWrites(held.record, []);
-      return { kind: "complete", response: abandonedResponse, writes, finishedBy: "abandoned" };
-    }
+    case "not_charged":
+      return { kind: "complete", response: abandonedResponse, writes: [], finishedBy: "abandoned" };
     case "unproven":
       log.warn({ ...recordFields(held.record), reason: lookup.reason }, "the gateway cannot tell yet; ask again later");
       return { kind: "unknown" };

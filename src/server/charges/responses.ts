@@ -3,8 +3,8 @@ import { errorBody } from "~/server/http/apiError";
 import { API_ERRORS } from "~/server/http/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
 
-/** The public JSON shape of a charge (also used by GET /api/charges/[id]). */
-export function serializeCharge(charge: Charge) {
+/** The public JSON shape of a charge (also used by GET /api/charges/[id], with its refunds, serialized). */
+export function serializeCharge(charge: Charge, refunds: unknown[] = []) {
   return {
     id: charge.id,
     object: "charge",
@@ -14,6 +14,8 @@ export function serializeCharge(charge: Charge) {
     customer_id: charge.customerId,
     failure_code: charge.failureCode,
     gateway_charge_id: charge.gatewayChargeId,
+    amount_refunded_cents: charge.amountRefundedCents,
+    refunds,
     created_at: charge.createdAt.toISOString(),
   };
 }

@@ -30,3 +30,12 @@ export function deriveGatewayKey(request: {
   ].join("\n");
   return `gk_${createHash("sha256").update(material).digest("hex")}`;
 }
+
+/** What the gateway keeps beside each charge or refund, so the ledger can name the operation behind it. */
+export function metadataFor(record: { id: bigint; apiClientId: number; idempotencyKey: string | null }) {
+  return {
+    requestId: String(record.id),
+    apiClientId: String(record.apiClientId),
+    idempotencyKey: record.idempotencyKey,
+  };
+}

@@ -1,6 +1,11 @@
 import { z } from "zod";
 import {
   GatewayOutcomeUnknownError,
+  GatewayRefusedError,
+  type GatewayRefund,
+  type GatewayRefundRequest,
+  type ListedGatewayRefund,
+  type RefundLookup,
   type ChargeListWindow,
   type ChargeMetadata,
   type ChargeOptions,
@@ -31,6 +36,45 @@ const listedSchema = chargeSchema.extend({
 
 const listSchema = z.object({ data: z.array(listedSchema), next_cursor: z.string().nullable() });
 
+const metadataSchema = z
+  .object({ request_id: z.string(), api_client_id: z.string(), idempotency_key: z.string().nullable() })
+  .nullable();
+
+const refundSchema = z.object({
+  id: z.string(),
+  charge: z.string(),
+  amount_cents: z.number().int(),
+  currency: z.string(),
+  idempotency_key: z.string().nullable(),
+  created_at: z.iso.datetime(),
+  metadata: metadataSchema,
+});
+
+const refundListSchema = z.object({ data: z.array(refundSchema), next_cursor: z.string().nullable() });
+
+function toRefund(r: z.infer<typeof refundSchema>): GatewayRefund {
+  return { id: r.id, chargeId: r.charge, amountCents: r.amount_cents, currency: r.currency };
+}
+
+function toListedRefund(r: z.infer<typeof refundSchema>): ListedGatewayRefund {
+  return {
+    ...toRefund(r),
+    idempotencyKey: r.idempotency_key ?? "",
+    createdAt: new Date(r.created_at),
+    metadata: toMetadata(r.metadata),
+  };
+}
+
+function toMetadata(m: z.infer<typeof metadataSchema>): ChargeMetadata | null {
+  return m ? { requestId: m.request_id, apiClientId: m.api_client_id, idempotencyKey: m.idempotency_key } : null;
+}
+
+const wireMetadata = (m: ChargeMetadata) => ({
+  request_id: m.requestId,
+  api_client_id: m.apiClientId,
+  idempotency_key: m.idempotencyKey,
+});
+
 function toGatewayCharge(json: unknown): GatewayCharge {
   const c = chargeSchema.parse(json);
   return {
@@ -45,13 +89,7 @@ function toGatewayCharge(json: unknown): GatewayCharge {
 }
 
 function toListed(c: z.infer<typeof listedSchema>): ListedGatewayCharge {
-  const metadata: ChargeMetadata | null = c.metadata
-    ? {
-        requestId: c.metadata.request_id,
-        apiClientId: c.metadata.api_client_id,
-        idempotencyKey: c.metadata.idempotency_key,
-      }
-    : null;
+  const metadata = toMetadata(c.metadata);
   return { ...toGatewayCharge(c), idempotencyKey: c.idempotency_key, createdAt: new Date(c.created_at), metadata };
 }
 
@@ -74,11 +112,7 @@ export class HttpPaymentGateway implements PaymentGateway {
           currency: request.currency,
           card_token: request.cardToken,
           customer_id: request.customerId,
-          metadata: {
-            request_id: request.metadata.requestId,
-            api_client_id: request.metadata.apiClientId,
-            idempotency_key: request.metadata.idempotencyKey,
-          },
+          metadata: wireMetadata(request.metadata),
         }),
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -100,6 +134,57 @@ export class HttpPaymentGateway implements PaymentGateway {
     if (response.status === 404) return { kind: "not_charged" };
     if (!response.ok) throw new Error(`gateway lookup answered ${response.status}`);
     return { kind: "charged", charge: toGatewayCharge(await response.json()) };
+  }
+
+  async refund(request: GatewayRefundRequest, { idempotencyKey, timeoutMs, notAfter }: ChargeOptions) {
+    let response: Response;
+    try {
+      response = await fetch(new URL("/v1/refunds", this.baseUrl), {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          "Idempotency-Key": idempotencyKey,
+          ...(notAfter ? { "Charge-Not-After": notAfter.toISOString() } : {}),
+        },
+        body: JSON.stringify({
+          charge: request.chargeId,
+          amount_cents: request.amountCents,
+          metadata: wireMetadata(request.metadata),
+        }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw new GatewayOutcomeUnknownError(`gateway unreachable or too slow: ${String(error)}`, { cause: error });
+    }
+    if (response.status === 200) return toRefund(refundSchema.parse(await response.json()));
+    const text = await response.text().catch(() => "");
+    // A definite no (nothing left, no such charge) moved no money; anything else may have.
+    if (response.status === 400 || response.status === 404) {
+      const code = /"code":"([a-z_]+)"/.exec(text)?.[1] ?? "refused";
+      throw new GatewayRefusedError(code, `gateway refused the refund (${response.status}): ${text}`);
+    }
+    throw new GatewayOutcomeUnknownError(`gateway answered ${response.status}: ${text}`);
+  }
+
+  /** The simulator's lookup by key reads its own table: a miss is a proof. */
+  async findRefund({ idempotencyKey }: { idempotencyKey: string }): Promise<RefundLookup> {
+    const url = new URL(`/v1/refunds/by-idempotency-key/${encodeURIComponent(idempotencyKey)}`, this.baseUrl);
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    if (response.status === 404) return { kind: "not_refunded" };
+    if (!response.ok) throw new Error(`gateway refund lookup answered ${response.status}`);
+    return { kind: "refunded", refund: toRefund(refundSchema.parse(await response.json())) };
+  }
+
+  async listRefunds({ since, until, cursor, limit = 100 }: ChargeListWindow) {
+    const url = new URL("/v1/refunds", this.baseUrl);
+    url.searchParams.set("created_gte", since.toISOString());
+    url.searchParams.set("created_lt", until.toISOString());
+    url.searchParams.set("limit", String(limit));
+    if (cursor) url.searchParams.set("starting_after", cursor);
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    if (!response.ok) throw new Error(`gateway refund list answered ${response.status}`);
+    const page = refundListSchema.parse(await response.json());
+    return { refunds: page.data.map(toListedRefund), nextCursor: page.next_cursor };
   }
 
   async listCharges({ since, until, cursor, limit = 100 }: ChargeListWindow) {

@@ -19,4 +19,4 @@ function configuredGateway(): PaymentGateway {
 
 export const gateway: PaymentGateway = configuredGateway();
 export * from "./types";
-export { deriveGatewayKey } from "./deriveGatewayKey";
+export { deriveGatewayKey, metadataFor } from "./deriveGatewayKey";

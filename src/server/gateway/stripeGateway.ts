@@ -2,6 +2,11 @@ import Stripe from "stripe";
 import { stripePaymentMethod } from "./stripeTestCards";
 import {
   GatewayOutcomeUnknownError,
+  GatewayRefusedError,
+  type GatewayRefund,
+  type GatewayRefundRequest,
+  type ListedGatewayRefund,
+  type RefundLookup,
   type ChargeListWindow,
   type ChargeMetadata,
   type ChargeOptions,
@@ -154,6 +159,25 @@ function declineFrom(error: unknown, request: GatewayChargeRequest): GatewayChar
   };
 }
 
+/** Stripe's codes that refuse a refund for good: nothing was refunded. */
+const REFUND_REFUSALS = new Set(["charge_already_refunded", "amount_too_large", "resource_missing"]);
+
+function refundOf(refund: Stripe.Refund): GatewayRefund {
+  const chargeId =
+    typeof refund.payment_intent === "string" ? refund.payment_intent : (refund.payment_intent?.id ?? "");
+  return { id: refund.id, chargeId, amountCents: refund.amount, currency: refund.currency };
+}
+
+function listedRefund(refund: Stripe.Refund): ListedGatewayRefund {
+  const metadata = refund.metadata ?? {};
+  return {
+    ...refundOf(refund),
+    idempotencyKey: metadata[META.gatewayKey] ?? "",
+    createdAt: new Date(refund.created * 1000),
+    metadata: chargeMetadata(metadata),
+  };
+}
+
 /** 409: another request with this key is executing (idempotency_key_in_use), or the object is locked. */
 const isInFlight = (error: unknown) => error instanceof Stripe.errors.StripeError && error.statusCode === 409;
 
@@ -240,6 +264,82 @@ export class StripePaymentGateway implements PaymentGateway {
         throw unknownOutcome(error);
       }
     }
+  }
+
+  /**
+   * A Refund of the PaymentIntent, under the derived key, with the operation's ids in its metadata. A refund
+   * that Stripe leaves `pending` has been accepted (the money is on its way back); `failed` or `canceled` moved
+   * nothing.
+   */
+  async refund(request: GatewayRefundRequest, { idempotencyKey, timeoutMs }: ChargeOptions) {
+    const deadline = Date.now() + timeoutMs;
+    const m = request.metadata;
+    const params: Stripe.RefundCreateParams = {
+      payment_intent: request.chargeId,
+      amount: request.amountCents,
+      metadata: {
+        [META.requestId]: m.requestId,
+        [META.apiClientId]: m.apiClientId,
+        ...(m.idempotencyKey !== null && { [META.idempotencyKey]: m.idempotencyKey }),
+        [META.gatewayKey]: idempotencyKey,
+      },
+    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const timeout = Math.max(1, deadline - Date.now());
+        const refund = await beforeDeadline(
+          this.stripe.refunds.create(params, { idempotencyKey, timeout, maxNetworkRetries: 0 }),
+          deadline,
+        );
+        if (refund.status === "failed" || refund.status === "canceled") {
+          throw new GatewayRefusedError(
+            refund.failure_reason ?? refund.status,
+            `stripe: refund ${refund.id} ${refund.status}`,
+          );
+        }
+        return refundOf(refund);
+      } catch (error) {
+        if (error instanceof GatewayRefusedError) throw error;
+        if (
+          error instanceof Stripe.errors.StripeInvalidRequestError &&
+          REFUND_REFUSALS.has(error.code ?? "") &&
+          error.param !== "id"
+        ) {
+          throw new GatewayRefusedError(error.code!, `stripe: ${error.message}`);
+        }
+        const wait = IN_FLIGHT_RETRY_MS[Math.min(attempt, IN_FLIGHT_RETRY_MS.length - 1)]!;
+        if (isInFlight(error) && Date.now() + wait < deadline) {
+          await sleep(wait);
+          continue;
+        }
+        throw unknownOutcome(error);
+      }
+    }
+  }
+
+  /** The PaymentIntent's refunds, listed (Stripe's list is strongly consistent: a miss is a proof). */
+  async findRefund({ idempotencyKey, chargeId }: { idempotencyKey: string; chargeId: string }): Promise<RefundLookup> {
+    const options = { timeout: this.lookupTimeoutMs };
+    for await (const refund of this.stripe.refunds.list({ payment_intent: chargeId, limit: 100 }, options)) {
+      if (refund.metadata?.[META.gatewayKey] !== idempotencyKey) continue;
+      if (refund.status === "failed" || refund.status === "canceled") continue;
+      return { kind: "refunded", refund: refundOf(refund) };
+    }
+    return { kind: "not_refunded" };
+  }
+
+  /**
+   * The Refunds created in [since, until), oldest first, in one page: walked newest first through the window
+   * (whole seconds, widened as listCharges does) and turned round. A window is minutes of refunds.
+   */
+  async listRefunds({ since, until }: ChargeListWindow) {
+    const options = { timeout: this.lookupTimeoutMs };
+    const created = { gte: Math.floor(since.getTime() / 1000), lt: Math.ceil(until.getTime() / 1000) };
+    const refunds: ListedGatewayRefund[] = [];
+    for await (const refund of this.stripe.refunds.list({ created, limit: 100 }, options)) {
+      if (refund.status !== "failed" && refund.status !== "canceled") refunds.push(listedRefund(refund));
+    }
+    return { refunds: refunds.toReversed(), nextCursor: null };
   }
 
   /**

@@ -88,6 +88,15 @@ export interface PaymentGateway {
    * answers `unproven` until that is long enough ago).
    */
   findCharge(lookup: { idempotencyKey: string; metadata: ChargeMetadata; lastAttemptAt: Date }): Promise<GatewayLookup>;
+  /**
+   * Refunds once per idempotency key, as `charge` charges.
+   * @throws GatewayOutcomeUnknownError when it cannot tell whether money moved; GatewayRefusedError for a no.
+   */
+  refund(request: GatewayRefundRequest, options: ChargeOptions): Promise<GatewayRefund>;
+  /** The refund made under this key for this charge, if any (a strongly consistent read: a miss is a proof). */
+  findRefund(lookup: { idempotencyKey: string; chargeId: string }): Promise<RefundLookup>;
+  /** The provider's refunds created in [since, until), oldest first, a page at a time. */
+  listRefunds(window: ChargeListWindow): Promise<{ refunds: ListedGatewayRefund[]; nextCursor: string | null }>;
   /** The provider's charges created in [since, until), oldest first, a page at a time. */
   listCharges(window: ChargeListWindow): Promise<{
     charges: ListedGatewayCharge[];
@@ -97,6 +106,40 @@ export interface PaymentGateway {
 
 /** A page of listCharges: charges created in [since, until), after `cursor`, at most `limit`. */
 export type ChargeListWindow = { since: Date; until: Date; cursor?: string; limit?: number };
+
+/** A refund of a gateway charge (`chargeId`: the gateway's id of the charge). */
+export type GatewayRefundRequest = {
+  chargeId: string;
+  amountCents: number;
+  /** The refund operation's own record, so that the ledger can name the operation behind any refund. */
+  metadata: ChargeMetadata;
+};
+
+export type GatewayRefund = { id: string; chargeId: string; amountCents: number; currency: string };
+
+/** A refund as the provider's refund list shows it. */
+export type ListedGatewayRefund = GatewayRefund & {
+  idempotencyKey: string;
+  createdAt: Date;
+  metadata: ChargeMetadata | null;
+};
+
+/** "Did this refund operation move money?", asked without creating anything (see GatewayLookup). */
+export type RefundLookup =
+  | { kind: "refunded"; refund: GatewayRefund }
+  | { kind: "not_refunded" }
+  | { kind: "unproven"; reason: string };
+
+/** The gateway said no for good (nothing left to refund, the charge unknown to it): no money moved. */
+export class GatewayRefusedError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "GatewayRefusedError";
+  }
+}
 
 /** Timeout, network error or 5xx: the charge may or may not have happened. */
 export class GatewayOutcomeUnknownError extends Error {

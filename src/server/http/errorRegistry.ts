@@ -209,6 +209,41 @@ export const API_ERRORS = {
       "`GET /api/charges?request_id=<request_id>` (the stored answer once settled, 409 until then). Send an " +
       "Idempotency-Key with every charge to be able to retry.",
   },
+  charge_not_refundable: {
+    status: 409,
+    title: "Charge not refundable",
+    message: "Only a succeeded charge can be refunded.",
+    action: "final",
+    advice: "The charge was declined or failed: no money moved, so there is nothing to refund. Nothing was stored.",
+  },
+  charge_already_refunded: {
+    status: 409,
+    title: "Charge already refunded",
+    message: "Nothing is left to refund on this charge.",
+    action: "final",
+    advice:
+      "Succeeded refunds (and refunds in flight) already cover the whole charge: see its `amount_refunded_cents` " +
+      "and `refunds`. Nothing was stored.",
+  },
+  refund_declined: {
+    status: 402,
+    title: "Refund declined",
+    message: "The payment gateway refused the refund; no money moved.",
+    action: "final",
+    advice: "Final, and replayed to every retry with this key. Nothing was refunded; see `error.decline_code`.",
+    stored: true,
+  },
+  refund_outcome_unknown: {
+    status: 502,
+    title: "Refund outcome unknown (no Idempotency-Key)",
+    message:
+      "The payment gateway's answer is not known here and this request had no Idempotency-Key: the refund may have " +
+      "been made. Do not send it again; look it up by its request_id.",
+    action: "final",
+    advice:
+      "A refund without an Idempotency-Key cannot be retried safely. The server settles it with the gateway; read " +
+      "its outcome with `GET /api/refunds?request_id=<request_id>`. Send an Idempotency-Key with every refund.",
+  },
   service_unavailable: {
     status: 503,
     title: "Service unavailable",

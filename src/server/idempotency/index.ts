@@ -7,7 +7,7 @@
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
 export {
-  answersWithoutTheirCharge,
+  answersWithoutTheirRow,
   countInProgress,
   countRecords,
   findOperation,

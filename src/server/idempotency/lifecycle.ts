@@ -361,14 +361,14 @@ const COLUMNS = [
 const SQL_COLUMNS = COLUMNS.map(([column, name]) => (column === name ? column : `${column} AS ${name}`)).join(", ");
 
 /**
- * The ledger check "every stored 201 names its own charge": the ids of complete
- * records of `route` answered 201 since `since` whose body names no charge of theirs.
+ * The ledger check "every stored 201 names its own row": the ids of complete records of `route` answered 201
+ * since `since` whose body names no row of theirs in `table` (the route's money rows, tied to their record).
  */
-export function answersWithoutTheirChargeStatement(route: string, since: Date): Statement {
+export function answersWithoutTheirRowStatement(route: string, table: "charges" | "refunds", since: Date): Statement {
   return {
-    sql: `SELECT r.id FROM idempotent_requests r LEFT JOIN charges c ON c.idempotent_request_id = r.id
+    sql: `SELECT r.id FROM idempotent_requests r LEFT JOIN ${table} m ON m.idempotent_request_id = r.id
            WHERE r.route = ? AND r.state = 'complete' AND r.response_status = 201 AND r.updated_at >= ?
-             AND (c.id IS NULL OR c.id <> JSON_UNQUOTE(JSON_EXTRACT(r.response_body, '$.id')))`,
+             AND (m.id IS NULL OR m.id <> JSON_UNQUOTE(JSON_EXTRACT(r.response_body, '$.id')))`,
     values: [route, since],
   };
 }

@@ -1,6 +1,6 @@
 import { db, driverErrorCode } from "~/server/db";
 import {
-  answersWithoutTheirChargeStatement,
+  answersWithoutTheirRowStatement,
   decodeRecord,
   isExpired,
   keyPrefixStatement,
@@ -46,9 +46,9 @@ export async function findOperation(
     : { kind: "in_progress", since: record.createdAt };
 }
 
-/** Complete records of `route` answered 201 since `since` whose answer names no charge of theirs (ids). */
-export async function answersWithoutTheirCharge(route: string, since: Date): Promise<bigint[]> {
-  const { sql, values } = answersWithoutTheirChargeStatement(route, since);
+/** Complete records of `route` answered 201 since `since` whose answer names no row of theirs in `table` (ids). */
+export async function answersWithoutTheirRow(route: string, table: "charges" | "refunds", since: Date) {
+  const { sql, values } = answersWithoutTheirRowStatement(route, table, since);
   return (await db.$queryRawUnsafe<{ id: bigint }[]>(sql, ...values)).map((r) => r.id);
 }
 

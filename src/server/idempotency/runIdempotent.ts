@@ -3,7 +3,7 @@ import { metrics, secondsSince } from "~/server/observability/metrics";
 import { log } from "~/server/observability/log";
 import { noteAnswer } from "./events";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
-import { isExpired, type IdempotencyRecord } from "./lifecycle";
+import { isExpired, type FinishedBy, type IdempotencyRecord, type StoredResponse } from "./lifecycle";
 import * as records from "./records";
 import type { ClaimInput, HeldClaim, IdempotentOutcome, WorkResult } from "./types";
 
@@ -134,9 +134,8 @@ async function keylessOutcome(
  */
 const gatewayAnswered = (result: WorkResult) => result.kind === "complete" && result.writes.length > 0;
 
-/** The sweeper's answer for an operation it found no charge for (500 request_abandoned). */
-const isWriteOff = (outcome: IdempotentOutcome) =>
-  outcome.kind === "replay" && outcome.response.body.includes("request_abandoned");
+/** The sweeper's answer for an operation it found the gateway never carried out. */
+const isWriteOff = (outcome: IdempotentOutcome) => outcome.kind === "replay" && outcome.finishedBy === "abandoned";
 
 type Claimed = { kind: "claimed"; record: IdempotencyRecord };
 
@@ -178,7 +177,7 @@ async function answerExisting(
       await records.recordKeyReuse(existing, claim);
       return { kind: "key_reused" };
     case "replay":
-      return existing.phase.name === "complete" ? { kind: "replay", response: existing.phase.response } : undefined;
+      return existing.phase.name === "complete" ? replayOf(existing.phase) : undefined;
     case "in_progress":
       return { kind: "in_progress", since: existing.createdAt };
     case "take": {
@@ -238,9 +237,12 @@ async function withTimeToWork(record: IdempotencyRecord): Promise<IdempotencyRec
   return records.renew(record, now);
 }
 
+const replayOf = ({ response, finishedBy }: { response: StoredResponse; finishedBy: FinishedBy }) =>
+  ({ kind: "replay", response, finishedBy }) as const;
+
 /** Someone else moved the record: answer what it holds now. */
 async function currentAnswer(record: IdempotencyRecord): Promise<IdempotentOutcome> {
   const current = await records.findById(record.id);
-  if (current?.phase.name === "complete") return { kind: "replay", response: current.phase.response };
+  if (current?.phase.name === "complete") return replayOf(current.phase);
   return { kind: "in_progress", since: record.createdAt };
 }

@@ -52,8 +52,8 @@ export type WorkResult =
 export type IdempotentOutcome =
   /** This request did the work and stored its answer. */
   | { kind: "fresh"; response: StoredResponse }
-  /** The stored answer of an earlier attempt. */
-  | { kind: "replay"; response: StoredResponse }
+  /** The stored answer of an earlier attempt; who finished it, when read from its record (not from memory). */
+  | { kind: "replay"; response: StoredResponse; finishedBy?: FinishedBy }
   /** Another attempt holds the operation; `since` is when the operation started. */
   | { kind: "in_progress"; since: Date | null }
   /** Another payload, or another client's key: nothing about it is revealed. */

@@ -18,6 +18,8 @@ import { chargeCompletion } from "~/server/charges/chargeRows";
 import { db } from "~/server/db";
 import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { findRecord, finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
+import { withKeylessCount } from "~/server/operations/submitOperation";
+import { reconcileRefunds } from "./reconcileRefunds";
 
 export type Finding = {
   kind: LedgerMismatchKind;
@@ -34,6 +36,8 @@ export type ReconciliationResult = {
   window: { since: Date; until: Date };
   gatewayCharges: number;
   appCharges: number;
+  gatewayRefunds: number;
+  appRefunds: number;
   /** App charges of the window that the gateway's list of it did not show, and why that is in order. */
   unlisted: UnlistedAppCharges;
   repaired: number;
@@ -51,14 +55,17 @@ export type UnlistedAppCharges = {
  * The counts of a reconciliation, in words: why the two counts may differ with nothing wrong. The one place
  * that says it (the test run's closing check, the fault run and `npm run reconcile` all print this).
  */
-export function describeCounts(result: Pick<ReconciliationResult, "gatewayCharges" | "appCharges" | "unlisted">) {
+export function describeCounts(
+  result: Pick<ReconciliationResult, "gatewayCharges" | "appCharges" | "gatewayRefunds" | "appRefunds" | "unlisted">,
+) {
   const { declined, olderThanWindow } = result.unlisted;
   const why =
     declined + olderThanWindow > 0
       ? ` (not in the gateway's list of the window: ${declined} declined with nothing kept at the gateway, ` +
         `${olderThanWindow} charged at the gateway before the window)`
       : "";
-  return `gateway charges ${result.gatewayCharges}, app charges ${result.appCharges}${why}`;
+  const refunds = `gateway refunds ${result.gatewayRefunds}, app refunds ${result.appRefunds}`;
+  return `gateway charges ${result.gatewayCharges}, app charges ${result.appCharges}${why}, ${refunds}`;
 }
 
 const PAGE = 100;
@@ -134,7 +141,7 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
       // Nobody is finishing it, and the gateway says what happened: finish it with that.
       const key = charge.idempotencyKey;
       const result = await finishUnfinished(record, async (held) =>
-        chargeCompletion(held.record, charge, key, "reconciled"),
+        withKeylessCount(held.record, chargeCompletion(held.record, charge, key, "reconciled")),
       );
       return result.kind === "finished" ? "repaired" : "in_flight";
     }
@@ -358,6 +365,10 @@ export async function reconcileLedger({
       inOrder,
     );
     findings.push(...app.findings);
+    const refunds = await reconcileRefunds({ since, until });
+    findings.push(...refunds.findings);
+    for (const subject of refunds.inOrder) inOrder.add(fingerprint(subject));
+    repaired += refunds.repaired;
     await storeFindings(run.id, findings, inOrder);
     await db.reconciliationRun.update({
       where: { id: run.id },
@@ -365,6 +376,8 @@ export async function reconcileLedger({
         finishedAt: new Date(),
         gatewayCharges: listed.length,
         appCharges: app.count,
+        gatewayRefunds: refunds.gatewayRefunds,
+        appRefunds: refunds.appRefunds,
         repaired,
         mismatches: findings.length,
       },
@@ -374,6 +387,8 @@ export async function reconcileLedger({
       window: { since, until },
       gatewayCharges: listed.length,
       appCharges: app.count,
+      gatewayRefunds: refunds.gatewayRefunds,
+      appRefunds: refunds.appRefunds,
       unlisted: app.unlisted,
       repaired,
       findings,

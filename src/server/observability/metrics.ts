@@ -17,22 +17,10 @@ function createMetrics() {
 
   const answers = new Counter({
     name: "charges_answers_total",
-    help: "Answers of POST /api/charges by outcome (fresh, replay, in_progress: 409, key_reused: 422, ...), status",
-    labelNames: ["outcome", "status"] as const,
+    help: "Answers of the money routes by route, outcome (fresh, replay, in_progress, or the error's code), status",
+    labelNames: ["route", "outcome", "status"] as const,
     registers,
   });
-  // The outcomes every dashboard expects, at 0 until they happen.
-  for (const [outcome, status] of [
-    ["fresh", 201],
-    ["replay", 201],
-    ["in_progress", 409],
-    ["key_reused", 422],
-    ["invalid_request", 400],
-    ["service_unavailable", 503],
-  ] as const) {
-    answers.labels(outcome, String(status)).inc(0);
-  }
-
   const claimSeconds = new Histogram({
     name: "charges_idempotency_claim_seconds",
     help: "Time to claim a key or answer from its record (read, INSERT, take-over), by result",

@@ -6,7 +6,7 @@
  * there too, never here.
  */
 import { z } from "zod";
-import { CHARGES_ROUTE } from "~/server/charges/submitCharge";
+import { MONEY_ROUTES } from "~/server/moneyRoutes";
 import { db } from "~/server/db";
 import {
   countRecords,
@@ -19,7 +19,7 @@ import {
 import { bounded, COUNT_CAP, cursorOf, cursorSchema, parseCursor } from "./sql";
 
 /** The routes the API has: the route filter's choices, without reading 5M rows to find them. */
-export const ROUTES = [CHARGES_ROUTE] as const;
+export const ROUTES = MONEY_ROUTES as [string, ...string[]];
 
 export const PHASE_FILTERS = ["in_progress", ...Object.keys(PHASE_DISPLAY), "complete"] as [
   PhaseFilter,

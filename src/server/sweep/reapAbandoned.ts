@@ -1,6 +1,6 @@
 import { env } from "~/env";
-import { settleFromGateway } from "~/server/charges/gatewayWork";
 import { findUnfinished, finishUnfinished } from "~/server/idempotency";
+import { settleRecord } from "~/server/moneyRoutes";
 import { log } from "~/server/observability/log";
 
 export type ReapResult = { reaped: number; reconciled: number; skipped: number };
@@ -27,7 +27,7 @@ export async function reapAbandoned({
   const result: ReapResult = { reaped: 0, reconciled: 0, skipped: 0 };
   for (const candidate of await findUnfinished(olderThanMs, batchSize)) {
     try {
-      const finished = await finishUnfinished(candidate, settleFromGateway);
+      const finished = await finishUnfinished(candidate, settleRecord);
       if (finished.kind === "finished") result[finished.finishedBy === "abandoned" ? "reaped" : "reconciled"] += 1;
       else result.skipped += 1; // lost to a retry or another sweeper, or the gateway cannot tell yet
     } catch (error) {

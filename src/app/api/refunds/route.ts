@@ -1,0 +1,6 @@
+import { moneyRoute } from "~/server/operations/moneyRoute";
+import { refundOperation } from "~/server/refunds/refundOperation";
+
+export const dynamic = "force-dynamic";
+
+export const { GET, POST, PUT, PATCH, DELETE } = moneyRoute(refundOperation);

@@ -1,0 +1,170 @@
+/**
+ * The simulator's refunds, shared by both of its protocols (its own, /v1/refunds, and Stripe's): one table, and
+ * one transaction per refund that locks the charge, so that refunds never exceed what was charged and one
+ * idempotency key never refunds twice, however many requests race.
+ *
+ * Test behaviours come from the charge's card, as charges' do: a charge made with `tok_refund_slow_<ms>`,
+ * `tok_refund_error` or `tok_refund_then_error` (Stripe mode: `pm_sim_refund_...`) succeeds, and its refunds
+ * answer late, fail refunding nothing (500), or refund and then fail (500).
+ */
+import { randomBytes } from "node:crypto";
+import type * as mariadb from "mariadb";
+import { MAX_SLOW_MS } from "./behaviour";
+
+export const REFUNDS_TABLE = `CREATE TABLE IF NOT EXISTS sim_refunds (
+  id VARCHAR(40) NOT NULL PRIMARY KEY,
+  idempotency_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+  request_hash CHAR(64) NULL,
+  charge_ref VARCHAR(40) NOT NULL,
+  amount INT NOT NULL,
+  currency CHAR(3) NOT NULL,
+  metadata JSON NULL,
+  created_at DATETIME(6) NOT NULL,
+  seq BIGINT NOT NULL AUTO_INCREMENT,
+  UNIQUE KEY sim_refunds_idempotency_key (idempotency_key),
+  UNIQUE KEY sim_refunds_seq (seq),
+  KEY sim_refunds_charge (charge_ref, seq),
+  KEY sim_refunds_created (created_at, seq)
+) DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`;
+
+export type RefundRow = {
+  id: string;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  charge_ref: string;
+  amount: number;
+  currency: string;
+  metadata: string | Record<string, unknown> | null;
+  created_at: Date;
+  seq: number | bigint;
+};
+
+export type RefundBehaviour = { kind: "succeed"; delayMs: number } | { kind: "error" } | { kind: "refund_then_error" };
+
+/** How a charge's refunds behave, from its card token or Stripe payment method. */
+export function refundBehaviourFor(card: string): RefundBehaviour {
+  const name = card.replace(/^(tok_|pm_sim_)/, "");
+  const slow = /^refund_slow_(\d{1,6})$/.exec(name);
+  if (slow) return { kind: "succeed", delayMs: Math.min(Number(slow[1]), MAX_SLOW_MS) };
+  if (name === "refund_error") return { kind: "error" };
+  if (name === "refund_then_error") return { kind: "refund_then_error" };
+  return { kind: "succeed", delayMs: 0 };
+}
+
+/** A charge as refunds see it; `lock` reads it FOR UPDATE inside the refund's transaction. */
+export type ChargeSource = {
+  lock: (conn: mariadb.Connection, id: string) => Promise<{ amount: number; currency: string; card: string } | null>;
+};
+
+export type RefundAttempt = {
+  chargeRef: string;
+  /** Default: what is left. */
+  amount: number | null;
+  key: string | null;
+  hash: string | null;
+  metadata: Record<string, unknown> | null;
+  /** Carried out after this time, the request refunds nothing (checked inside the transaction). */
+  notAfter: Date | null;
+};
+
+export type RefundResult =
+  | { kind: "refunded"; row: RefundRow; behaviour: RefundBehaviour }
+  | { kind: "replay"; row: RefundRow; behaviour: RefundBehaviour }
+  | { kind: "mismatch" }
+  | { kind: "no_charge" }
+  | { kind: "too_large"; left: number }
+  | { kind: "expired" }
+  | { kind: "error" };
+
+export function refundLedger(pool: mariadb.Pool) {
+  async function refund(attempt: RefundAttempt, charges: ChargeSource): Promise<RefundResult> {
+    const conn = await pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      const charge = await charges.lock(conn, attempt.chargeRef);
+      if (!charge) return { kind: "no_charge" };
+      const behaviour = refundBehaviourFor(charge.card);
+      if (attempt.key !== null) {
+        const [existing] = (await conn.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [
+          attempt.key,
+        ])) as RefundRow[];
+        if (existing)
+          return existing.request_hash === attempt.hash
+            ? { kind: "replay", row: existing, behaviour }
+            : { kind: "mismatch" };
+      }
+      if (attempt.notAfter && Date.now() > attempt.notAfter.getTime()) return { kind: "expired" };
+      if (behaviour.kind === "error") return { kind: "error" };
+      const [sum] = (await conn.query(
+        "SELECT CAST(COALESCE(SUM(amount), 0) AS INT) AS refunded FROM sim_refunds WHERE charge_ref = ?",
+        [attempt.chargeRef],
+      )) as { refunded: number }[];
+      const left = charge.amount - Number(sum?.refunded ?? 0);
+      const amount = attempt.amount ?? left;
+      if (amount <= 0 || amount > left) return { kind: "too_large", left };
+      const row = {
+        id: `${attempt.chargeRef.startsWith("pi_") ? "re" : "gwre"}_${randomBytes(12).toString("hex")}`,
+        idempotency_key: attempt.key,
+        request_hash: attempt.hash,
+        charge_ref: attempt.chargeRef,
+        amount,
+        currency: charge.currency,
+        metadata: attempt.metadata,
+        created_at: new Date(),
+      };
+      await conn.query(
+        `INSERT INTO sim_refunds (id, idempotency_key, request_hash, charge_ref, amount, currency, metadata, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          row.id,
+          row.idempotency_key,
+          row.request_hash,
+          row.charge_ref,
+          row.amount,
+          row.currency,
+          row.metadata ? JSON.stringify(row.metadata) : null,
+          row.created_at,
+        ],
+      );
+      await conn.commit();
+      const [saved] = (await pool.query("SELECT * FROM sim_refunds WHERE id = ?", [row.id])) as RefundRow[];
+      return { kind: "refunded", row: saved!, behaviour };
+    } catch (error) {
+      // Two requests with one new key: the loser replays the winner's refund.
+      if ((error as { errno?: number }).errno === 1062 && attempt.key !== null) {
+        await conn.rollback().catch(() => {});
+        const [existing] = (await pool.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [
+          attempt.key,
+        ])) as RefundRow[];
+        if (existing && existing.request_hash === attempt.hash) {
+          return { kind: "replay", row: existing, behaviour: { kind: "succeed", delayMs: 0 } };
+        }
+        return { kind: "mismatch" };
+      }
+      throw error;
+    } finally {
+      await conn.rollback().catch(() => {});
+      conn.release();
+    }
+  }
+
+  return {
+    refund,
+    async byKey(key: string): Promise<RefundRow | undefined> {
+      return ((await pool.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [key])) as RefundRow[])[0];
+    },
+    async ofCharge(chargeRef: string): Promise<RefundRow[]> {
+      return pool.query("SELECT * FROM sim_refunds WHERE charge_ref = ? ORDER BY seq", [chargeRef]);
+    },
+    /** Refunds created in [since, until) after seq `after`, oldest first, `limit` + 1 to tell if there are more. */
+    async window(since: Date, until: Date, after: number, limit: number): Promise<RefundRow[]> {
+      return pool.query(
+        "SELECT * FROM sim_refunds WHERE created_at >= ? AND created_at < ? AND seq > ? ORDER BY seq LIMIT ?",
+        [since, until, after, limit + 1],
+      );
+    },
+  };
+}
+
+export const metadataOf = (row: RefundRow) =>
+  typeof row.metadata === "string" ? (JSON.parse(row.metadata) as Record<string, unknown>) : row.metadata;

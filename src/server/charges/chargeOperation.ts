@@ -1,0 +1,18 @@
+import type { MoneyOperation } from "~/server/operations/moneyOperation";
+import { chargeOnGateway, settleFromGateway } from "./gatewayWork";
+import { createChargeSchema, fieldsToShow, type CreateChargeInput } from "./schema";
+import { chargeWithoutIdempotency } from "./withoutIdempotency";
+
+/** The route name stored with every charge's record; part of the unique (key, route). */
+export const CHARGES_ROUTE = "POST /api/charges";
+
+/** POST /api/charges as the idempotency layer runs it. */
+export const chargeOperation: MoneyOperation<CreateChargeInput> = {
+  route: CHARGES_ROUTE,
+  schema: createChargeSchema,
+  shown: (body, input) => ({ customerId: input.customer_id, fields: fieldsToShow(body) }),
+  work: chargeOnGateway,
+  settle: settleFromGateway,
+  unknownOutcome: "charge_outcome_unknown",
+  withoutIdempotency: chargeWithoutIdempotency,
+};

@@ -1,0 +1,15 @@
+import type { ApiClient } from "~/generated/prisma/client";
+import { authenticateApiClient } from "~/server/auth/apiClients";
+import { addLogContext } from "~/server/observability/context";
+import { errorResponse } from "./apiError";
+import { handleApi } from "./handleApi";
+
+/** A public API handler for an API client: 401 without a valid key, and every log line names the client. */
+export function withApiClient(request: Request, run: (client: ApiClient) => Promise<Response>): Promise<Response> {
+  return handleApi(request, async () => {
+    const client = await authenticateApiClient(request.headers.get("authorization"));
+    if (!client) return errorResponse("unauthorized");
+    addLogContext({ apiClientId: client.id });
+    return run(client);
+  });
+}

@@ -1,0 +1,28 @@
+import { chargeOperation } from "~/server/charges/chargeOperation";
+import { refundOperation } from "~/server/refunds/refundOperation";
+import type { HeldClaim, WorkResult } from "~/server/idempotency";
+import type { MoneyOperation } from "~/server/operations/moneyOperation";
+import { withKeylessCount } from "~/server/operations/submitOperation";
+
+/**
+ * Every money-moving POST, by the route stored with its records: the one list the sweeper, the ledger, the
+ * request log and the rollout counts go by. A new money route is one line here.
+ */
+/** What is known of a money route beyond its own requests: its name and how to settle its records. */
+type RegisteredOperation = Pick<MoneyOperation<unknown>, "route" | "settle">;
+
+export const MONEY_OPERATIONS: readonly RegisteredOperation[] = [chargeOperation, refundOperation];
+
+export const MONEY_ROUTES = MONEY_OPERATIONS.map((operation) => operation.route);
+
+/** The operation whose records are stored under `route`. */
+function operationOf(route: string): RegisteredOperation {
+  const operation = MONEY_OPERATIONS.find((o) => o.route === route);
+  if (!operation) throw new Error(`no money route ${route}`);
+  return operation;
+}
+
+/** What happened to a record nobody finished, asked of its route's gateway call (the sweeper, the ledger). */
+export async function settleRecord(held: HeldClaim): Promise<WorkResult> {
+  return withKeylessCount(held.record, await operationOf(held.record.route).settle(held));
+}

@@ -1,0 +1,32 @@
+import type { z } from "zod";
+import type { ApiErrorCode, ErrorDetails } from "~/server/http/apiError";
+import type { HeldClaim, StoredResponse, WorkResult } from "~/server/idempotency";
+
+/** A refusal decided before any key is claimed: nothing is stored, and the key stays usable. */
+export type Refusal = { code: ApiErrorCode; message?: string; details?: ErrorDetails };
+
+/**
+ * A money-moving POST, as the idempotency layer runs it (submitOperation.ts). Adding a route is one of these in
+ * its domain module, one route file (`moneyRoute(operation)`) and one line in src/server/moneyRoutes.ts.
+ */
+export type MoneyOperation<Input> = {
+  /** Stored with every record: part of the unique (key, route), so one key on two routes is two operations. */
+  route: string;
+  /** The body; unknown fields are rejected, so a typo never turns into a silently different operation. */
+  schema: z.ZodType<Input>;
+  /** What the dashboard shows of the request (never a secret), stored with the claim; never used to decide. */
+  shown: (
+    body: Record<string, unknown>,
+    input: Input,
+  ) => { customerId: string | null; fields: Record<string, unknown> };
+  /** A refusal that needs the database but no claim (a refund of a charge that cannot be refunded). */
+  precheck?: (apiClientId: number, input: Input) => Promise<Refusal | null>;
+  /** The work under a held claim: one gateway call under the derived key, and the rows to store with the answer. */
+  work: (held: HeldClaim, input: Input) => Promise<WorkResult>;
+  /** What happened to an operation nobody finished, asked of the gateway without creating anything. */
+  settle: (held: HeldClaim) => Promise<WorkResult>;
+  /** A keyless request whose outcome is unknown is answered this, with its record as the handle. */
+  unknownOutcome: ApiErrorCode;
+  /** BENCHMARKS ONLY (bench/overhead.ts): the same work with no layer at all. */
+  withoutIdempotency?: (apiClientId: number, input: Input) => Promise<StoredResponse>;
+};

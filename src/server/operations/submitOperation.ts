@@ -1,0 +1,160 @@
+import { env } from "~/env";
+import { addLogContext } from "~/server/observability/context";
+import {
+  findOperation,
+  requestHash,
+  runIdempotent,
+  type Admission,
+  type HeldClaim,
+  type IdempotencyRecord,
+  type WorkResult,
+} from "~/server/idempotency";
+import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { countKeyedRequest, countKeylessRequest, keylessCountStatement } from "~/server/rollout/counters";
+import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
+import type { MoneyOperation } from "./moneyOperation";
+import { errorOutcome, type OperationOutcome } from "./outcome";
+import { fieldErrors } from "./fieldErrors";
+
+export type SubmitArgs = {
+  apiClientId: number;
+  body: unknown;
+  idempotencyKeyHeader: string | null;
+  /** Aborted when the client disconnects. */
+  signal?: AbortSignal;
+  /** Prefer: wait, in seconds: how long to wait for an operation found in flight. */
+  waitSeconds?: number;
+};
+
+/**
+ * A money route's POST, after authentication and JSON parsing: the same for every route. Validation (and the
+ * operation's precheck) happens before any key is claimed, so a refused request is never stored and its key
+ * stays usable.
+ *
+ * Every request is counted for the rollout, exactly once: a keyed one in memory; a keyless one that claims, with
+ * its record, by the transaction that completes it (withKeylessCount) or, refused, by the one that withdraws its
+ * claim (rollout/mode.ts, keylessAdmission); a keyless one answered before any claim here, before it is answered.
+ */
+export async function submitOperation<Input>(
+  operation: MoneyOperation<Input>,
+  args: SubmitArgs,
+): Promise<OperationOutcome> {
+  const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
+  if (key.kind === "invalid") return errorOutcome("invalid_idempotency_key", { message: key.reason });
+  addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
+  const checked = await checkBeforeClaim(operation, args, key.kind === "valid" ? key.key : null);
+  if (key.kind === "valid") {
+    countKeyedRequest(args.apiClientId);
+    return "input" in checked ? claimAndWork(operation, args, checked.input, key.key) : checked.answer;
+  }
+  // Keyless: refused when the header is required, globally or for this client. A request that claims learns the
+  // mode in its claim's own round trip (keylessAdmission); one answered before any claim reads it here, so that
+  // the header's error still comes before the body's.
+  if ("input" in checked) {
+    return claimAndWork(operation, args, checked.input, null, keylessAdmission(args.apiClientId));
+  }
+  const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
+  await countKeylessRequest(args.apiClientId, { refused });
+  return refused ? errorOutcome("idempotency_key_required") : checked.answer;
+}
+
+/** What is answered before any claim (an invalid body, a refusal, a client gone), or the input to claim for. */
+async function checkBeforeClaim<Input>(
+  operation: MoneyOperation<Input>,
+  args: SubmitArgs,
+  idempotencyKey: string | null,
+): Promise<{ answer: OperationOutcome } | { input: Input }> {
+  const parsed = operation.schema.safeParse(args.body);
+  if (!parsed.success) {
+    return { answer: errorOutcome("invalid_request", { details: { fields: fieldErrors(parsed.error) } }) };
+  }
+  // A refusal is for a new operation only: a retry of one under way or done (whose own hold may be what left
+  // nothing to refund) goes on to the protocol, which replays, answers 409 or 422, or takes it over.
+  const refusal = await operation.precheck?.(args.apiClientId, parsed.data);
+  if (refusal && !(idempotencyKey && (await operationExists(operation, args.apiClientId, idempotencyKey)))) {
+    return { answer: errorOutcome(refusal.code, { message: refusal.message, details: refusal.details }) };
+  }
+  // The last moment to drop the work: past here a key is claimed and must be
+  // finished. Under overload, attempts wait so long that their client has timed
+  // out (and retried); working on them anyway is how overload feeds itself.
+  if (args.signal?.aborted) return { answer: errorOutcome("client_closed_request") };
+  return { input: parsed.data };
+}
+
+async function claimAndWork<Input>(
+  operation: MoneyOperation<Input>,
+  args: SubmitArgs,
+  input: Input,
+  idempotencyKey: string | null,
+  admission?: Admission,
+): Promise<OperationOutcome> {
+  if (env.BENCHMARK_SKIP_IDEMPOTENCY && operation.withoutIdempotency) {
+    const response = await operation.withoutIdempotency(args.apiClientId, input);
+    return { kind: "response", response, replayed: false };
+  }
+
+  // A keyless request gets a record too (under no key, so nothing ever replays
+  // it): a crash or an unknown gateway outcome then leaves something for the
+  // sweeper and the ledger to finish, instead of money the app never knew of.
+  const shown = operation.shown(args.body as Record<string, unknown>, input);
+  const claim = {
+    idempotencyKey,
+    route: operation.route,
+    apiClientId: args.apiClientId,
+    requestHash: requestHash(args.body),
+    customerId: shown.customerId,
+    fields: shown.fields,
+    admission,
+  };
+  const work = (held: HeldClaim) => operation.work(held, input).then((r) => withKeylessCount(held.record, r));
+  const outcome = await runIdempotent(claim, work, {
+    waitMs: (args.waitSeconds ?? 0) * 1000,
+    signal: args.signal,
+  });
+  const { waited } = outcome;
+  switch (outcome.kind) {
+    case "fresh":
+      return { kind: "response", response: outcome.response, replayed: false, waited };
+    case "replay":
+      return { kind: "response", response: outcome.response, replayed: true, waited };
+    case "in_progress":
+      return { kind: "in_progress", since: outcome.since, waited };
+    case "key_reused":
+      return errorOutcome("idempotency_key_reused");
+    case "refused":
+      return errorOutcome("idempotency_key_required");
+    case "unknown_outcome":
+      // With a key the client retries under it; without one a retry is a second operation, so it gets a handle.
+      return idempotencyKey === null
+        ? errorOutcome(operation.unknownOutcome, { details: { request_id: String(outcome.requestId) } })
+        : errorOutcome("gateway_unavailable");
+  }
+}
+
+/**
+ * The rows stored with a record's answer: the work's own, and for a keyless request its count
+ * (rollout/counters.ts). A record completes exactly once (the completion is fenced), whoever completes it, the
+ * request or the sweeper, so every keyless request that got a record is counted exactly once, in the transaction
+ * that stores its outcome, at no extra commit.
+ */
+export function withKeylessCount(record: IdempotencyRecord, result: WorkResult): WorkResult {
+  if (result.kind !== "complete" || record.idempotencyKey !== null) return result;
+  return { ...result, writes: [...result.writes, keylessCountStatement(record.apiClientId, record.createdAt)] };
+}
+
+async function operationExists<Input>(operation: MoneyOperation<Input>, apiClientId: number, idempotencyKey: string) {
+  const state = await findOperation({ idempotencyKey, route: operation.route, apiClientId });
+  return state.kind !== "unknown";
+}
+
+/**
+ * GET ?idempotency_key=K (or ?request_id=N, the handle of a keyless request whose outcome was unknown): the state
+ * of the client's own operation on this route, without resending it.
+ */
+export function findOperationOf(
+  operation: MoneyOperation<unknown>,
+  apiClientId: number,
+  handle: { idempotencyKey: string } | { requestId: bigint },
+) {
+  return findOperation({ ...handle, route: operation.route, apiClientId });
+}

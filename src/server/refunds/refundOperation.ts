@@ -1,0 +1,37 @@
+import { db } from "~/server/db";
+import type { MoneyOperation, Refusal } from "~/server/operations/moneyOperation";
+import { refundOnGateway, settleRefund } from "./refundWork";
+import { createRefundSchema, type CreateRefundInput } from "./schema";
+
+/** The route name stored with every refund's record; part of the unique (key, route). */
+export const REFUNDS_ROUTE = "POST /api/refunds";
+
+/**
+ * Refusals that need the charge, before any claim (nothing stored, the key stays usable). Advisory only: the
+ * limit itself is decided under the charge's row lock when the amount is held (holds.ts).
+ */
+async function refusalFor(apiClientId: number, input: CreateRefundInput): Promise<Refusal | null> {
+  const charge = await db.charge.findUnique({ where: { id: input.charge } });
+  // Another client's charge is indistinguishable from a missing one.
+  if (!charge || charge.apiClientId !== apiClientId)
+    return { code: "not_found", message: `No charge ${input.charge}.` };
+  if (charge.status !== "succeeded") return { code: "charge_not_refundable" };
+  const left = charge.amountCents - charge.amountRefundedCents - charge.refundHeldCents;
+  if (left <= 0) return { code: "charge_already_refunded" };
+  if (input.amount_cents !== undefined && input.amount_cents > left) {
+    const fields = { amount_cents: [`must be at most ${left}, what is left to refund on ${charge.id}`] };
+    return { code: "invalid_request", details: { fields } };
+  }
+  return null;
+}
+
+/** POST /api/refunds as the idempotency layer runs it. */
+export const refundOperation: MoneyOperation<CreateRefundInput> = {
+  route: REFUNDS_ROUTE,
+  schema: createRefundSchema,
+  shown: (body) => ({ customerId: null, fields: body }),
+  precheck: refusalFor,
+  work: refundOnGateway,
+  settle: settleRefund,
+  unknownOutcome: "refund_outcome_unknown",
+};

@@ -1,0 +1,44 @@
+import type { Refund } from "~/generated/prisma/client";
+import { errorBody } from "~/server/http/apiError";
+import { API_ERRORS } from "~/server/http/errorRegistry";
+import type { StoredResponse } from "~/server/idempotency";
+
+/** The public JSON shape of a refund (POST /api/refunds, GET /api/refunds/[id], a charge's `refunds`). */
+export function serializeRefund(refund: Refund) {
+  return {
+    id: refund.id,
+    object: "refund",
+    charge: refund.chargeId,
+    amount_cents: refund.amountCents,
+    currency: refund.currency,
+    status: "succeeded",
+    reason: refund.reason,
+    gateway_refund_id: refund.gatewayRefundId,
+    created_at: refund.createdAt.toISOString(),
+  };
+}
+
+export const responseForRefund = (refund: Refund): StoredResponse => ({
+  status: 201,
+  body: JSON.stringify(serializeRefund(refund)),
+});
+
+export const declinedRefundResponse = (code: string): StoredResponse => ({
+  status: 402,
+  body: errorBody("refund_declined", API_ERRORS.refund_declined.message, { decline_code: code }),
+});
+
+/** A refund that lost the race for what was left: stored, since its operation had started. */
+export const nothingLeftResponse = (left: number): StoredResponse => ({
+  status: 409,
+  body: errorBody("charge_already_refunded", `Only ${left} is left to refund on this charge.`, { left_cents: left }),
+});
+
+/** The stored answer of a refund operation the sweeper found the gateway never carried out. */
+export const abandonedRefundResponse: StoredResponse = {
+  status: 500,
+  body: errorBody(
+    "request_abandoned",
+    "The request was interrupted before it reached the payment gateway; no refund was made.",
+  ),
+};

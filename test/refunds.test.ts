@@ -1,0 +1,231 @@
+/**
+ * Refunds: what the API refuses before any claim, the limit under races, and unknown outcomes settled once.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import {
+  APP_URL,
+  assertError,
+  closeConnections,
+  db,
+  gatewayRefunds,
+  newApiClient,
+  newCharge,
+  postCharge,
+  postRefund,
+  recordOf,
+  recordsWithKey,
+  sweepUntil,
+  uniqueKey,
+  waitFor,
+  chargeBody,
+} from "./helpers";
+
+let apiKey: string;
+before(async () => ({ apiKey } = await newApiClient("refunds")));
+after(closeConnections);
+
+const refund = (body: Record<string, unknown>, key: string | undefined = uniqueKey("refund")) =>
+  postRefund({ apiKey, key, body });
+
+const getJson = async (path: string) => {
+  const res = await fetch(`${APP_URL}${path}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  return { status: res.status, json: await res.json() };
+};
+
+/** What the app and the gateway say was refunded of a charge. */
+async function refundedOf(chargeId: string) {
+  const charge = await db.charge.findUniqueOrThrow({ where: { id: chargeId } });
+  const app = await db.refund.findMany({ where: { chargeId } });
+  const gateway = await gatewayRefunds(chargeId);
+  return {
+    charged: charge.amountCents,
+    refunded: charge.amountRefundedCents,
+    held: charge.refundHeldCents,
+    appSum: app.reduce((s, r) => s + r.amountCents, 0),
+    gatewaySum: gateway.reduce((s, r) => s + r.amount, 0),
+    appCount: app.length,
+    gatewayCount: gateway.length,
+  };
+}
+
+describe("POST /api/refunds", () => {
+  test("201 with the refund; the charge shows amount_refunded_cents and refunds; GET /api/refunds/:id", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 2000 });
+    const partial = await refund({ charge, amount_cents: 500, reason: "duplicate" });
+    assert.equal(partial.status, 201, partial.text);
+    assert.match(partial.json.id, /^re_[0-9a-f]{24}$/);
+    assert.deepEqual(
+      { charge: partial.json.charge, amount: partial.json.amount_cents, currency: partial.json.currency },
+      { charge, amount: 500, currency: "usd" },
+    );
+    assert.equal(partial.json.status, "succeeded");
+    assert.equal(partial.json.reason, "duplicate");
+    const rest = await refund({ charge });
+    assert.equal(rest.status, 201, rest.text);
+    assert.equal(rest.json.amount_cents, 1500, "no amount: what is left");
+    assert.equal(rest.json.reason, null);
+
+    const shown = await getJson(`/api/charges/${charge}`);
+    assert.equal(shown.json.amount_refunded_cents, 2000);
+    assert.deepEqual(
+      shown.json.refunds.map((r: { id: string }) => r.id),
+      [partial.json.id, rest.json.id],
+    );
+    const one = await getJson(`/api/refunds/${partial.json.id}`);
+    assert.equal(one.status, 200);
+    assert.deepEqual(one.json, partial.json);
+    assert.deepEqual(await refundedOf(charge), {
+      charged: 2000,
+      refunded: 2000,
+      held: 0,
+      appSum: 2000,
+      gatewaySum: 2000,
+      appCount: 2,
+      gatewayCount: 2,
+    });
+  });
+
+  test("refused before any claim: nothing stored, nothing refunded, and the key stays usable", async () => {
+    const other = await newApiClient("someone else");
+    const theirs = await newCharge(other.apiKey);
+    const declined = await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) });
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const cases: [Record<string, unknown>, number, string, string?][] = [
+      [{ charge: "ch_000000000000000000000000" }, 404, "not_found"],
+      [{ charge: theirs }, 404, "not_found"],
+      [{ charge: declined.json.error.charge }, 409, "charge_not_refundable"],
+      [{ charge, amount_cents: 1001 }, 400, "invalid_request", "amount_cents"],
+      [{ charge, amount_cents: 0 }, 400, "invalid_request", "amount_cents"],
+      [{ charge, amount_cents: -5 }, 400, "invalid_request", "amount_cents"],
+      [{ charge, amount_cents: 1.5 }, 400, "invalid_request", "amount_cents"],
+      [{ charge, amount_cents: "10" }, 400, "invalid_request", "amount_cents"],
+      [{ charge, reason: "because" }, 400, "invalid_request", "reason"],
+      [{ charge, refund_application_fee: true }, 400, "invalid_request", "refund_application_fee"],
+      [{ charge: "pi_123" }, 400, "invalid_request", "charge"],
+    ];
+    let fixes = 0;
+    for (const [body, status, code, field] of cases) {
+      const key = uniqueKey("refused");
+      const res = await refund(body, key);
+      assertError(res, status, code);
+      if (field) assert.ok(res.json.error.fields[field], `${field} named: ${res.text}`);
+      assert.equal(await recordsWithKey(key), 0, `nothing stored for ${JSON.stringify(body)}`);
+      if (status === 400 && body.charge === charge) {
+        const fixed = await refund({ charge, amount_cents: 10 }, key);
+        assert.equal(fixed.status, 201, `the key is still usable: ${fixed.text}`);
+        fixes += 1;
+      }
+    }
+    assert.equal((await gatewayRefunds(charge)).length, fixes, "only the fixed refunds moved money");
+    assert.equal((await gatewayRefunds(theirs)).length, 0);
+
+    await refund({ charge });
+    const key = uniqueKey();
+    assertError(await refund({ charge, amount_cents: 1 }, key), 409, "charge_already_refunded");
+    assert.equal(await recordsWithKey(key), 0);
+  });
+});
+
+describe("never more than was charged", () => {
+  test("20 concurrent refunds with different keys for one charge: the sum never exceeds it", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => refund({ charge, amount_cents: 300 })));
+    const made = answers.filter((a) => a.status === 201);
+    assert.equal(made.length, 3, answers.map((a) => `${a.status} ${a.json?.error?.code ?? ""}`).join(", "));
+    for (const a of answers.filter((x) => x.status !== 201)) {
+      assert.ok([400, 409].includes(a.status), a.text);
+    }
+    const totals = await refundedOf(charge);
+    assert.deepEqual(totals, {
+      charged: 1000,
+      refunded: 900,
+      held: 0,
+      appSum: 900,
+      gatewaySum: 900,
+      appCount: 3,
+      gatewayCount: 3,
+    });
+  });
+
+  test("the same with a gateway slower than the client's timeout: held amounts still count", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000, card_token: "tok_refund_slow_1500" });
+    const keys = Array.from({ length: 20 }, () => uniqueKey("impatient"));
+    const attempts = keys.map((key) =>
+      postRefund({ apiKey, key, body: { charge, amount_cents: 300 }, signal: AbortSignal.timeout(500) }).catch(
+        () => null,
+      ),
+    );
+    await Promise.all(attempts);
+    // The clients gave up; the server finishes what it started. Their retries then get the stored answers.
+    await waitFor(
+      "every refund operation to finish",
+      async () => {
+        const states = await Promise.all(keys.map((k) => recordOf(k, REFUNDS_ROUTE)));
+        return states.every((s) => !s || s.phase.name === "complete");
+      },
+      20_000,
+    );
+    const retries = await Promise.all(
+      keys.map((key) => postRefund({ apiKey, key, body: { charge, amount_cents: 300 } })),
+    );
+    assert.equal(retries.filter((r) => r.status === 201).length, 3, retries.map((r) => r.status).join(","));
+    const totals = await refundedOf(charge);
+    assert.equal(totals.gatewaySum, 900);
+    assert.equal(totals.appSum, 900);
+    assert.equal(totals.gatewayCount, totals.appCount);
+    assert.equal(totals.held, 0);
+  });
+});
+
+describe("unknown outcomes", () => {
+  test("the gateway refunds then fails: 503, and the retry settles it with the one refund it made", async () => {
+    const charge = await newCharge(apiKey, { card_token: "tok_refund_then_error", amount_cents: 800 });
+    const key = uniqueKey();
+    const first = await refund({ charge, amount_cents: 800 }, key);
+    assertError(first, 503, "gateway_unavailable");
+    assert.equal((await refundedOf(charge)).held, 800, "the hold stays while the outcome is unknown");
+    const retry = await refund({ charge, amount_cents: 800 }, key);
+    assert.equal(retry.status, 201, retry.text);
+    assert.deepEqual(await refundedOf(charge), {
+      charged: 800,
+      refunded: 800,
+      held: 0,
+      appSum: 800,
+      gatewaySum: 800,
+      appCount: 1,
+      gatewayCount: 1,
+    });
+  });
+
+  test("keyless: 502 refund_outcome_unknown with a handle; the sweeper settles it, found by request_id", async () => {
+    const charge = await newCharge(apiKey, { card_token: "tok_refund_then_error", amount_cents: 700 });
+    const res = await postRefund({ apiKey, body: { charge } });
+    assertError(res, 502, "refund_outcome_unknown");
+    const requestId = res.json.error.request_id as string;
+    assert.match(requestId, /^\d+$/);
+    await sweepUntil("the sweeper to settle the keyless refund", async () => {
+      const found = await getJson(`/api/refunds?request_id=${requestId}`);
+      return found.status === 201;
+    });
+    const totals = await refundedOf(charge);
+    assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [700, 0, 1, 1]);
+  });
+
+  test("the gateway fails without refunding: the sweeper proves it and gives the hold back", async () => {
+    const charge = await newCharge(apiKey, { card_token: "tok_refund_error", amount_cents: 600 });
+    const key = uniqueKey();
+    assertError(await refund({ charge }, key), 503, "gateway_unavailable");
+    assert.equal((await refundedOf(charge)).held, 600);
+    await sweepUntil("the sweeper to write the refund off", async () => {
+      const record = await recordOf(key, REFUNDS_ROUTE);
+      return record?.phase.name === "complete";
+    });
+    const replay = await refund({ charge }, key);
+    assertError(replay, 500, "request_abandoned");
+    assert.match(replay.json.error.message, /no refund was made/);
+    const totals = await refundedOf(charge);
+    assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [0, 0, 0, 0]);
+  });
+});
