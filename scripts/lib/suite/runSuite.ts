@@ -11,6 +11,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } fro
 import { loadavg } from "node:os";
 import path from "node:path";
 import { adminDatabaseUrl, root } from "../config";
+import { ensureServer } from "../mariadbServer";
 import { bin } from "../processes";
 import { makeRoomForLanes } from "./connections";
 import { LANES } from "./lanes";
@@ -117,11 +118,17 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
     if (!steps.at(-1)!.ok) return finish(steps, startedAt, load.stop());
   }
 
-  const room = await makeRoomForLanes(adminDatabaseUrl(), Math.min(wanted, slots.length));
-  console.log(`lanes: ${chosenLanes().length}, ${room.lanes} at once on slots ${slots.join(",")} (${room.note})`);
-  const lanes = await runOnSlots(chosenLanes(), slots, room.lanes, (lane, slot) => {
-    console.log(`start  ${lane.name.padEnd(13)} (slot ${slot})`);
-    return runLogged(lane.name, bin("tsx"), lane.args, { TEST_SLOT: String(slot), GATEWAY: lane.gateway }, slot);
-  });
-  return finish([...steps, ...lanes], startedAt, load.stop());
+  // No server answering: one private instance for every lane (each lane starting its own would collide on the port).
+  const privateDb = await ensureServer(adminDatabaseUrl(), path.join(root, ".data/mariadb"));
+  try {
+    const room = await makeRoomForLanes(adminDatabaseUrl(), Math.min(wanted, slots.length));
+    console.log(`lanes: ${chosenLanes().length}, ${room.lanes} at once on slots ${slots.join(",")} (${room.note})`);
+    const lanes = await runOnSlots(chosenLanes(), slots, room.lanes, (lane, slot) => {
+      console.log(`start  ${lane.name.padEnd(13)} (slot ${slot})`);
+      return runLogged(lane.name, bin("tsx"), lane.args, { TEST_SLOT: String(slot), GATEWAY: lane.gateway }, slot);
+    });
+    return finish([...steps, ...lanes], startedAt, load.stop());
+  } finally {
+    await privateDb?.stop();
+  }
 }
