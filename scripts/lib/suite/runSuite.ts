@@ -20,7 +20,22 @@ import { parseSlots, runOnSlots } from "./schedule";
 const LOGS = path.join(root, ".data/test-lanes");
 const TAIL_LINES = 80;
 
-type Step = { name: string; ok: boolean; ms: number; log: string; slot?: number };
+type Step = { name: string; ok: boolean; ms: number; cpuMs: number; log: string; slot?: number };
+
+/**
+ * CPU time of this process's reaped children (/proc/self/stat cutime + cstime, in 1/100 s): a step's whole process
+ * tree is added when its process exits, so the growth at that moment is the step's cost, whatever else the
+ * machine runs (NaN where there is no /proc).
+ */
+function childrenCpuMs(): number {
+  try {
+    const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+let cpuCounted = childrenCpuMs();
 
 const seconds = (ms: number) =>
   `${Math.floor(ms / 60_000)}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}s`;
@@ -37,9 +52,13 @@ function runLogged(name: string, command: string, args: string[], env: Record<st
       if (finished) return; // a spawn error may be followed by an exit
       finished = true;
       closeSync(fd);
-      const step = { name, ok, ms: Date.now() - started, log, slot };
+      const cpuNow = childrenCpuMs();
+      const step = { name, ok, ms: Date.now() - started, cpuMs: cpuNow - cpuCounted, log, slot };
+      cpuCounted = cpuNow;
       const where = slot === undefined ? "" : ` (slot ${slot})`;
-      console.log(`${ok ? "ok    " : "FAILED"} ${name.padEnd(13)} ${seconds(step.ms)}${where}`);
+      console.log(
+        `${ok ? "ok    " : "FAILED"} ${name.padEnd(13)} ${seconds(step.ms)}, CPU ${seconds(step.cpuMs)}${where}`,
+      );
       resolve(step);
     };
     child.once("error", () => done(false));
@@ -78,9 +97,9 @@ function finish(steps: Step[], startedAt: number, load: string): number {
     console.log(tail(step.log));
   }
   const parts = steps.map((s) => `${s.name} ${s.ok ? "ok" : "FAILED"} ${seconds(s.ms)}`).join(", ");
-  console.log(
-    `\n${failed.length === 0 ? "PASSED" : "FAILED"} in ${seconds(Date.now() - startedAt)} (${load}): ${parts}`,
-  );
+  const cpu = seconds(steps.reduce((n, s) => n + s.cpuMs, 0));
+  const verdict = failed.length === 0 ? "PASSED" : "FAILED";
+  console.log(`\n${verdict} in ${seconds(Date.now() - startedAt)} (CPU ${cpu}; ${load}): ${parts}`);
   return failed.length === 0 ? 0 : 1;
 }
 
