@@ -170,9 +170,10 @@ describe("MariaDB restarted while requests are in flight", () => {
       assert.equal(Number(local[0]!.n), 1, "one local charge");
       assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
     }
-    // And its ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0).
+    // And its ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0). The CLI
+    // takes the admin URL first, as npm start does: this server's, not the run's.
     execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts", "--since", "10m"], {
-      env: { ...process.env, ...appEnv },
+      env: { ...process.env, ...appEnv, DATABASE_ADMIN_URL: databaseUrl },
       stdio: "inherit",
       timeout: 60_000,
     });
