@@ -67,6 +67,9 @@ export async function requestDetail(id: bigint) {
     attempt: null,
     detail,
     instance: "not recorded",
+    apiRequestId:
+      kind === "completed" && record.phase.name === "complete" ? (record.phase.response.requestId ?? null) : null,
+    answer: null,
     otherClient: null,
     fromRecord: true,
   });
