@@ -1,8 +1,8 @@
 /**
  * The integration work of `npm test`, cut into lanes that share nothing but the build and the MariaDB server:
  * each runs in a TEST_SLOT of its own (ports, databases, private servers), so they can run side by side.
- * Listed longest first (measured on 2 cores: node ~10 min, e2e ~5, cluster and each fault run ~3), so that
- * the lanes started last are short ones and the slots end together.
+ * Listed longest first, so that the lanes started last are short ones and the slots end together (2026-12-05,
+ * 2 cores shared at load 27: node 18-24 min, e2e 8, the cluster and each fault run about 3).
  */
 import { SERVER_CODE_FLAGS } from "../processes";
 
