@@ -80,14 +80,23 @@ export async function startFaultStack() {
   const logs = path.join(root, `.data/faults-logs${suffix}`);
   mkdirSync(logs, { recursive: true });
   const log = (name: string) => ({ log: path.join(logs, `${name}.log`) });
-  const gateway = await startGateway({
-    port: gatewayPort,
-    databaseUrl: gatewayDatabaseUrl,
-    searchLagMs: TEST_SEARCH_LAG_MS,
-    ...log("gateway"),
-  });
+  // What started is stopped if a later start fails: left running, it holds this slot's ports for the next run.
   const apps: Service[] = [];
-  for (const [i, port] of appPorts.entries()) apps.push(await startApp({ port, env, ...log(`app-${i}`) }));
+  let gateway: Service | undefined;
+  try {
+    gateway = await startGateway({
+      port: gatewayPort,
+      databaseUrl: gatewayDatabaseUrl,
+      searchLagMs: TEST_SEARCH_LAG_MS,
+      ...log("gateway"),
+    });
+    for (const [i, port] of appPorts.entries()) apps.push(await startApp({ port, env, ...log(`app-${i}`) }));
+  } catch (error) {
+    for (const service of [...apps, gateway]) await service?.stop();
+    await database.stop();
+    throw error;
+  }
+  const startedGateway = gateway; // a const, so that stop() below sees it started
   let sweeper = startSweeper(env, log("sweeper"));
 
   return {
@@ -120,7 +129,7 @@ export async function startFaultStack() {
     async stop() {
       await sweeper.stop();
       for (const app of apps) await app.stop();
-      await gateway.stop();
+      await startedGateway.stop();
       await database.stop();
     },
   };
