@@ -33,6 +33,9 @@ type RouteCase = {
   other: (body: Body) => Body;
 };
 
+/** A charge made with these cards succeeds; its refunds misbehave so (src/gateway-sim/refundLedger.ts). */
+const REFUND_CARDS = { slow: "tok_refund_slow_1500", then_error: "tok_refund_then_error" };
+
 const ROUTES: RouteCase[] = [
   {
     route: CHARGES_ROUTE,
@@ -45,7 +48,7 @@ const ROUTES: RouteCase[] = [
     route: REFUNDS_ROUTE,
     path: "/api/refunds",
     body: async (apiKey, behaviour) => ({
-      charge: await newCharge(apiKey, behaviour ? { card_token: `tok_refund_${behaviour}` } : {}),
+      charge: await newCharge(apiKey, behaviour ? { card_token: REFUND_CARDS[behaviour] } : {}),
       amount_cents: 500,
     }),
     other: (body) => ({ ...body, amount_cents: 400 }),

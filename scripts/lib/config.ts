@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { sessionSecretProblem } from "../../src/server/auth/sessionSecret";
+import { sessionSecretProblem } from "../../src/lib/sessionSecret";
 
 export const root = path.resolve(import.meta.dirname, "../..");
 

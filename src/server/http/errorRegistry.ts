@@ -223,7 +223,9 @@ export const API_ERRORS = {
     action: "final",
     advice:
       "Succeeded refunds (and refunds in flight) already cover the whole charge: see its `amount_refunded_cents` " +
-      "and `refunds`. Nothing was stored.",
+      "and `refunds`. Usually nothing was stored; a refund that lost the race for what was left after it started " +
+      "stores this answer (with `error.left_cents`) and replays it to every retry with its key.",
+    stored: true,
   },
   refund_declined: {
     status: 402,

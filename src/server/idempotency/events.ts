@@ -151,7 +151,8 @@ export async function eventsOf(record: {
             route: record.route,
             createdAt: { gte: new Date(record.createdAt.getTime() - CLOCK_SKEW_MS) },
           },
-    orderBy: { createdAt: "desc" },
+    // Events of one process noted in the same millisecond keep the order they were noted in (their ids').
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: TIMELINE_LIMIT + 1,
   });
   const events = rows

@@ -20,7 +20,7 @@ import type { ClaimInput, StoredResponse } from "./types";
 type Known = { apiClientId: number; requestHash: string };
 
 const ANSWER_TTL_MS = 60_000;
-const held = new Map<string, Known & { since: Date; done: Promise<void> }>();
+const held = new Map<string, Known & { since: Date; expiresAt: Date; done: Promise<void> }>();
 const answered = new LRUCache<string, Known & { response: StoredResponse; expiresAt: Date }>({
   max: 10_000,
   ttl: ANSWER_TTL_MS,
@@ -51,7 +51,7 @@ const sameRequest = (known: Known | undefined, claim: ClaimInput): boolean =>
   known !== undefined && known.apiClientId === claim.apiClientId && known.requestHash === claim.requestHash;
 
 export type KnownAnswer =
-  | { kind: "in_progress"; since: Date }
+  | { kind: "in_progress"; since: Date; expiresAt: Date }
   | { kind: "replay"; response: StoredResponse; expiresAt: Date };
 
 /** This process's answer to exactly this request (same key, route, client and payload), if it has one. */
@@ -59,7 +59,9 @@ export function answerHere(claim: ClaimInput): KnownAnswer | undefined {
   if (claim.idempotencyKey === null) return undefined;
   const key = mapKey(claim);
   const holding = held.get(key);
-  if (holding && sameRequest(holding, claim)) return { kind: "in_progress", since: holding.since };
+  if (holding && sameRequest(holding, claim)) {
+    return { kind: "in_progress", since: holding.since, expiresAt: holding.expiresAt };
+  }
   const done = answered.get(key);
   // Past its expiry the key is a new operation here at the same instant as in the database (the cache's own
   // TTL is measured on another clock, and from when the answer was remembered).
@@ -70,12 +72,17 @@ export function answerHere(claim: ClaimInput): KnownAnswer | undefined {
 }
 
 /** Runs `work` for a claim just won, holding it here until the work ends, however it ends. */
-export async function whileHeld<T>(claim: ClaimInput, since: Date, work: () => Promise<T>): Promise<T> {
+export async function whileHeld<T>(
+  claim: ClaimInput,
+  record: { createdAt: Date; expiresAt: Date },
+  work: () => Promise<T>,
+): Promise<T> {
   if (claim.idempotencyKey === null) return work();
   const key = mapKey(claim);
   let finished!: () => void;
   const done = new Promise<void>((r) => (finished = r));
-  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since, done });
+  const { createdAt: since, expiresAt } = record;
+  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since, expiresAt, done });
   try {
     return await work();
   } finally {

@@ -96,7 +96,7 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   const { record } = claimed;
   addLogContext({ recordId: String(record.id) });
   if (claim.idempotencyKey === null) return keylessOutcome(record, work);
-  const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
+  const outcome = await whileHeld(claim, record, () => workUnderClaim(record, work));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, outcome.expiresAt);
   return outcome;
 }

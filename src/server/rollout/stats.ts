@@ -7,7 +7,7 @@
  */
 import { env } from "~/env";
 import { db } from "~/server/db";
-import { toDate } from "~/server/requests/sql";
+import { toDate } from "~/lib/sqlDate";
 import { hourBucket } from "./counters";
 import { getIdempotencyMode } from "./mode";
 

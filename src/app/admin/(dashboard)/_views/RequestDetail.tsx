@@ -1,5 +1,6 @@
 "use client";
 
+import { parseRecordId } from "~/lib/recordId";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { RouterOutputs } from "~/trpc/react";
@@ -92,7 +93,7 @@ const show = (v: unknown) => (v === undefined ? "(absent)" : JSON.stringify(v));
 
 export function RequestDetail({ id }: { id: string }) {
   const trpc = useTRPC();
-  const valid = /^\d{1,19}$/.test(id);
+  const valid = parseRecordId(id) !== null;
   const query = useQuery({ ...trpc.requests.byId.queryOptions({ id }, { refetchInterval: 5_000 }), enabled: valid });
   if (!valid)
     return (
@@ -180,7 +181,7 @@ function Loaded({ d }: { d: Detail }) {
         </section>
       </div>
 
-      <section className="card" aria-label="Answer and charge">
+      <section className="card" aria-label="Answer and money">
         <h2 className="mb-2">The answer stored</h2>
         {r.responseBody ? (
           <>
@@ -228,8 +229,26 @@ function Loaded({ d }: { d: Detail }) {
               <code>{r.charge.gatewayChargeId}</code>
             </dd>
           </dl>
+        ) : r.refund ? (
+          <dl className="facts" data-testid="linked-refund">
+            <dt>Refund</dt>
+            <dd>
+              <code>{r.refund.id}</code> of charge{" "}
+              <Link href={`/admin/charges/${r.refund.chargeId}`} className="font-mono">
+                {r.refund.chargeId}
+              </Link>
+            </dd>
+            <dt>Amount</dt>
+            <dd>{formatMoney(r.refund.amountCents, r.refund.currency)}</dd>
+            <dt>Reason</dt>
+            <dd>{r.refund.reason ?? "none given"}</dd>
+            <dt>Gateway refund</dt>
+            <dd>
+              <code>{r.refund.gatewayRefundId}</code>
+            </dd>
+          </dl>
         ) : (
-          <p className="muted">No charge recorded for this request.</p>
+          <p className="muted">No money row recorded for this request.</p>
         )}
       </section>
 
