@@ -112,3 +112,36 @@ test("a partial refund, then the rest; the dialog refuses more than is left", as
   await expect(refunds).toContainText("Nothing is left to refund.");
   expect(await gatewayRefunds(charged.gateway_charge_id)).toBe(2);
 });
+
+test("a pasted refund id opens its charge; a pasted Request-Id opens the request it answered", async ({
+  page,
+  request,
+}) => {
+  const customer = `cus_search_${randomUUID().slice(0, 8)}`;
+  const charged = await keylessCharge(request, customer);
+  const key = `e2e-refund-${randomUUID()}`;
+  const refunded = await request.post("/api/refunds", {
+    headers: { ...auth, "Idempotency-Key": key },
+    data: { charge: charged.id, amount_cents: 500 },
+  });
+  expect(refunded.status()).toBe(201);
+  const refund = (await refunded.json()) as { id: string };
+  const requestId = refunded.headers()["request-id"]!;
+  await login(page);
+  const search = async (q: string) => {
+    await page.goto("/admin");
+    await page.getByLabel(/Search by an idempotency key/).fill(q);
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+  };
+  await search(refund.id);
+  await page.waitForURL(new RegExp(`/admin/charges/${charged.id}$`));
+  await expect(page.getByTestId("refund-list")).toContainText(refund.id);
+  // The answer's events are written within a second of it.
+  await expect(async () => {
+    await search(requestId);
+    await page.waitForURL(/\/admin\/requests\/\d+$/, { timeout: 2_000 });
+  }).toPass({ timeout: 15_000 });
+  await expect(page.getByRole("heading", { level: 1 })).toContainText(key);
+  await expect(page.getByTestId("linked-refund")).toContainText(refund.id);
+  await expect(page.getByTestId("timeline")).toContainText(requestId);
+});

@@ -33,6 +33,32 @@ const RESOLVERS: Resolver[] = [
     path: (id) => `/admin/requests/${id}`,
   },
   {
+    kind: "refund",
+    // A refund is shown on its charge's page, with the charge's other refunds.
+    find: (q) => first(db.$queryRaw`SELECT charge_id AS id FROM refunds WHERE id = ${q}`),
+    path: (id) => `/admin/charges/${encodeURIComponent(id)}`,
+  },
+  {
+    kind: "request id",
+    // A Request-Id from an answer: the record it worked on, or (a 409 or a replay, which name no record) the
+    // record of the key it was answered under.
+    find: async (q) => {
+      if (!/^req_[0-9a-f]{20}$/.test(q)) return null;
+      const [event] = await db.idempotencyEvent.findMany({
+        where: { apiRequestId: q },
+        select: { requestId: true, idempotencyKey: true, route: true },
+        orderBy: { requestId: "desc" },
+        take: 1,
+      });
+      if (!event) return null;
+      if (event.requestId !== null) return String(event.requestId);
+      if (event.idempotencyKey === null) return null;
+      const key = { idempotencyKey: event.idempotencyKey, route: event.route };
+      return first(db.idempotentRequest.findMany({ where: key, select: { id: true }, take: 1 }));
+    },
+    path: (id) => `/admin/requests/${id}`,
+  },
+  {
     kind: "customer",
     find: (q) => first(db.$queryRaw`SELECT customer_id AS id FROM charges WHERE customer_id = ${q} LIMIT 1`),
     path: (id) => `/admin/customers/${encodeURIComponent(id)}`,

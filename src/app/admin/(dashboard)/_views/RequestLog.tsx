@@ -115,7 +115,7 @@ export function RequestLog() {
   const queryClient = useQueryClient();
   const router = useRouter();
   const [landing, setLanding] = useState<RouterOutputs["requests"]["resolve"]>([]);
-  /** A whole key, charge id or customer id opens its page; anything else is searched as a prefix. */
+  /** A whole key, charge, refund, request or customer id opens its page; anything else is searched as a prefix. */
   async function land(q: string) {
     setLanding([]);
     if (!q) return void setParams({ q: null });
@@ -148,7 +148,7 @@ export function RequestLog() {
         }}
       >
         <label className="field min-w-0 flex-1">
-          Search by an idempotency key, charge id or customer id, or its start
+          Search by an idempotency key, charge id, refund id, request id (req_…) or customer id, or its start
           <input
             className="input"
             value={search}
