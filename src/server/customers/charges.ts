@@ -37,11 +37,14 @@ type ChargeRow = {
   failureCode: string | null;
   idempotentRequestId: bigint | null;
   createdAt: Date;
+  /** What refunds gave back of it. */
+  amountRefundedCents: number;
 };
 
 const CHARGE_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId,
   c.amount_cents AS amountCents, c.currency, c.status, c.failure_code AS failureCode,
-  c.idempotent_request_id AS idempotentRequestId, c.created_at AS createdAt`;
+  c.idempotent_request_id AS idempotentRequestId, c.created_at AS createdAt,
+  c.amount_refunded_cents AS amountRefundedCents`;
 
 /**
  * For each charge, the nearest other succeeded charge with the same client,
@@ -116,6 +119,7 @@ async function present(charges: ChargeRow[], minutes: number) {
       currency: c.currency,
       status: c.status,
       failureCode: c.failureCode,
+      amountRefundedCents: Number(c.amountRefundedCents),
       createdAt: c.createdAt,
       request: record
         ? { id: String(record.id), idempotencyKey: record.idempotencyKey, phase: phaseDisplay(record.phase) }

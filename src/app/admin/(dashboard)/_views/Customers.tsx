@@ -99,9 +99,18 @@ const chargeColumns: ColumnDef<Charge>[] = [
   {
     header: "Status",
     cell: ({ row: { original: c } }) => (
-      <Badge tone={c.status === "succeeded" ? "ok" : "danger"}>
-        {c.status === "succeeded" ? "succeeded" : `declined${c.failureCode ? ` (${c.failureCode})` : ""}`}
-      </Badge>
+      <>
+        <Badge tone={c.status === "succeeded" ? "ok" : "danger"}>
+          {c.status === "succeeded" ? "succeeded" : `declined${c.failureCode ? ` (${c.failureCode})` : ""}`}
+        </Badge>{" "}
+        {c.amountRefundedCents > 0 && (
+          <Badge tone="neutral">
+            {c.amountRefundedCents === c.amountCents
+              ? "refunded"
+              : `${formatMoney(c.amountRefundedCents, c.currency)} refunded`}
+          </Badge>
+        )}
+      </>
     ),
   },
   {
