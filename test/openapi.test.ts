@@ -202,7 +202,8 @@ describe("OpenAPI document", () => {
     await postCharge({ apiKey, ...charged });
     const declined = { key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) };
     await postCharge({ apiKey, ...declined });
-    const written = { phase: "complete", finishedBy: "abandoned", response: abandonedResponse } as const;
+    const response = abandonedResponse({ kind: "refused", code: "request_expired" });
+    const written = { phase: "complete", finishedBy: "abandoned", response } as const;
     const abandoned = await seedRecord({ apiClientId: clientId, ...written }); // what the sweeper stores
     const slowKey = uniqueKey();
     const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) });

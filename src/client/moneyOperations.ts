@@ -92,7 +92,8 @@ export class MoneyOperations<Name extends string, Params, Created> {
     checkKey(idempotencyKey);
     const answer = await this.transport.exchange({
       path: this.spec.path,
-      query: { idempotency_key: idempotencyKey },
+      // The header's form: the server parses the query as it parses the header (a bare key may not hold a comma).
+      query: { idempotency_key: serializeKey(idempotencyKey) },
       init: { method: "GET" },
       inFlightIsFinal: true,
       deadlineError: (attempts, problem) => this.spec.deadlineError(idempotencyKey, attempts, problem),

@@ -286,8 +286,11 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
         name: "idempotency_key",
         in: "query",
         required: false,
-        description: "The key, unquoted. One of `idempotency_key` and `request_id` is required.",
-        schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
+        description:
+          'The key exactly as the `Idempotency-Key` header carries it: a structured-field string (`"..."`, ' +
+          "escapes decoded) or bare, URL-encoded. One of `idempotency_key` and `request_id` is required.",
+        // The quoted form of the longest key: two quotes, and every character escaped.
+        schema: { type: "string", minLength: 1, maxLength: 2 * MAX_KEY_LENGTH + 2 },
       },
       {
         name: "request_id",
@@ -442,6 +445,12 @@ export const openApiDocument = {
             type: "integer",
             description: "charge_already_refunded, when a refund lost the race: what was left to refund",
           },
+          gateway: {
+            enum: ["refused", "no_trace"],
+            description:
+              "request_abandoned: what the gateway showed of the charge, received and refused, or no trace of it",
+          },
+          gateway_code: { type: "string", description: "request_abandoned, `gateway: refused`: the gateway's reason" },
         },
       },
       Error: {

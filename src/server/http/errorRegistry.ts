@@ -178,10 +178,12 @@ export const API_ERRORS = {
   request_abandoned: {
     status: 500,
     title: "Request abandoned",
-    message: "The request was interrupted before it reached the payment gateway; no charge was made.",
+    message: "The request was given up, and the payment gateway did not carry it out; no money moved.",
     action: "final",
     advice:
-      "Final, and replayed (Idempotent-Replay: true) to every retry with this key: no charge was made. " +
+      "Final, and replayed (Idempotent-Replay: true) to every retry with this key: no charge or refund was made. " +
+      "`error.gateway` says what the gateway showed: `refused` (it received the request and refused it, " +
+      "`gateway_code` says why) or `no_trace` (it has no trace of it). " +
       "To charge, start a new operation with a new key.",
     stored: true,
   },

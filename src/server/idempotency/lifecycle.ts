@@ -43,11 +43,12 @@
  */
 import type { FinishedBy, IdempotentRequest } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
+import { traceOfAbandoned } from "~/server/http/abandonedAnswer";
 export type { FinishedBy };
 
 /**
  * The exact answer stored for an operation: replayed verbatim. `requestId`: the Request-Id of the request that
- * produced it (null when the sweeper did), named by every replay in Original-Request.
+ * produced it (absent when the sweeper did), named by every replay in Original-Request.
  */
 export type StoredResponse = { status: number; body: string; requestId?: string | null };
 
@@ -119,7 +120,11 @@ export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
     return {
       name: "complete",
       finishedBy: row.finishedBy,
-      response: { status: row.responseStatus, body: row.responseBody, requestId: row.responseRequestId },
+      response: {
+        status: row.responseStatus,
+        body: row.responseBody,
+        ...(row.responseRequestId !== null && { requestId: row.responseRequestId }),
+      },
     };
   }
   if (row.finishedBy !== null || row.responseStatus !== null) {
@@ -556,6 +561,14 @@ export const PHASE_DISPLAY: Record<PhaseDisplayKey, { label: string; description
     tone: "danger",
   },
 };
+
+/** An abandoned record's description, naming what the gateway showed (its stored answer says). */
+const ABANDONED_BECAUSE = {
+  refused: (code: string) =>
+    `Finished by the sweeper: the gateway had received the request and refused it (${code}); ` +
+    "answered 500 request_abandoned.",
+  no_trace: "Finished by the sweeper: the gateway had no trace of the request; answered 500 request_abandoned.",
+};
 export type Tone = "progress" | "warning" | "ok" | "danger";
 
 export function displayKey(phase: Phase): PhaseDisplayKey {
@@ -564,5 +577,8 @@ export function displayKey(phase: Phase): PhaseDisplayKey {
 
 export function phaseDisplay(phase: Phase) {
   const key = displayKey(phase);
-  return { key, ...PHASE_DISPLAY[key] };
+  const trace = key === "abandoned" && phase.name === "complete" ? traceOfAbandoned(phase.response.body) : undefined;
+  if (!trace) return { key, ...PHASE_DISPLAY[key] };
+  const description = trace.kind === "refused" ? ABANDONED_BECAUSE.refused(trace.code) : ABANDONED_BECAUSE.no_trace;
+  return { key, ...PHASE_DISPLAY[key], description };
 }

@@ -209,7 +209,8 @@ export async function workUnderClaim(
     return { kind: "unknown_outcome", requestId: record.id };
   }
   // The answer names the request that produced it (a replay says so in Original-Request); the sweeper's, none.
-  const response = { ...result.response, requestId: currentLogContext()?.requestId ?? null };
+  const requestId = currentLogContext()?.requestId;
+  const response = requestId ? { ...result.response, requestId } : result.response;
   try {
     const stored = await records.complete(record, response, result.writes, result.finishedBy ?? "request");
     if (stored) return { kind: "fresh", response, expiresAt: records.expiryAfterCompletion(record) };

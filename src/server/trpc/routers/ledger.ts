@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recordIdSchema } from "~/lib/recordId";
 import { TRPCError } from "@trpc/server";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
@@ -17,10 +18,7 @@ export const ledgerRouter = createTRPCRouter({
     .input(
       z.object({
         includeResolved: z.boolean().default(false),
-        cursor: z
-          .string()
-          .regex(/^\d{1,19}$/)
-          .nullish(),
+        cursor: recordIdSchema.nullish(),
         limit: z.number().int().min(1).max(100).default(25),
       }),
     )
@@ -48,7 +46,7 @@ export const ledgerRouter = createTRPCRouter({
    * the same problem opens it again.
    */
   resolve: engineerProcedure
-    .input(z.object({ id: z.string().regex(/^\d{1,19}$/), note: z.string().trim().min(3).max(2000) }))
+    .input(z.object({ id: recordIdSchema, note: z.string().trim().min(3).max(2000) }))
     .mutation(async ({ ctx, input }) => {
       const updated = await ctx.db.ledgerMismatch.updateMany({
         where: { id: BigInt(input.id), resolvedAt: null },

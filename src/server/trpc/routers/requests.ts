@@ -1,3 +1,4 @@
+import { recordIdSchema } from "~/lib/recordId";
 import { z } from "zod";
 import { env } from "~/env";
 import { PHASE_DISPLAY } from "~/server/idempotency";
@@ -18,7 +19,7 @@ import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
  * Ids travel as decimal strings: React Query hashes inputs with JSON.stringify,
  * which cannot take a BigInt.
  */
-const idString = z.string().regex(/^\d{1,19}$/, "must be a record id");
+const idString = recordIdSchema;
 
 /** The request log, a request's page, prefix search and key reuses. Reads only: any signed-in staff. */
 export const requestsRouter = createTRPCRouter({

@@ -1,5 +1,6 @@
 "use client";
 
+import { parseRecordId } from "~/lib/recordId";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { RouterOutputs } from "~/trpc/react";
@@ -92,7 +93,7 @@ const show = (v: unknown) => (v === undefined ? "(absent)" : JSON.stringify(v));
 
 export function RequestDetail({ id }: { id: string }) {
   const trpc = useTRPC();
-  const valid = /^\d{1,19}$/.test(id);
+  const valid = parseRecordId(id) !== null;
   const query = useQuery({ ...trpc.requests.byId.queryOptions({ id }, { refetchInterval: 5_000 }), enabled: valid });
   if (!valid)
     return (
