@@ -14,7 +14,14 @@ const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 /** @type {import('next').NextConfig} */
 const nextConfig = {
   // The public API is server-only; keep the driver out of the bundler's way.
-  serverExternalPackages: ["mariadb", "@prisma/adapter-mariadb"],
+  // bench/peers.ts's idempotency packages (devDependencies) are loaded at run time, only when it asks for them.
+  serverExternalPackages: [
+    "mariadb",
+    "@prisma/adapter-mariadb",
+    "@node-idempotency/core",
+    "@node-idempotency/storage-adapter-memory",
+    "@node-idempotency/storage-adapter-redis",
+  ],
   poweredByHeader: false,
   // API answers are a few hundred bytes: gzipping each one cost the app ~5% of
   // its CPU in the storm benchmark, for nothing. A proxy in front compresses

@@ -57,6 +57,7 @@ export async function startBenchStack(
     DATABASE_URL: databaseUrl,
     ...gateway,
     SESSION_SECRET: randomBytes(32).toString("hex"),
+    TOTP_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
     DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? "10",
     ...extraEnv,
   };

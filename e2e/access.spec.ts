@@ -135,6 +135,7 @@ test("a staff member enrols two-factor sign-in and then signs in with a code", a
   const user = await newContext(browser);
   await signIn(user.page, email, password);
   await user.page.getByRole("link", { name: "Account" }).click();
+  await user.page.getByLabel("Your password").fill(password);
   await user.page.getByRole("button", { name: "Set up two-factor sign-in" }).click();
   await expect(user.page.getByRole("img", { name: "QR code of the TOTP secret" })).toBeVisible();
   const secret = (await user.page.getByTestId("totp-secret").textContent())!.trim();

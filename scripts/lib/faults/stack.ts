@@ -75,6 +75,7 @@ export async function startFaultStack() {
     // GATEWAY=stripe runs it through the Stripe adapter against the simulator's Stripe mode.
     ...gatewayEnv(`http://127.0.0.1:${gatewayPort}`, { realStripeAllowed: false }),
     SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+    TOTP_ENCRYPTION_KEY: process.env.TOTP_ENCRYPTION_KEY ?? randomBytes(32).toString("hex"),
     ...RUN_TIMINGS,
   };
   const logs = path.join(root, `.data/faults-logs${suffix}`);

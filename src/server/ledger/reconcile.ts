@@ -313,7 +313,13 @@ async function storeFindings(runId: number, findings: Finding[], inOrder: Set<st
         detectedAt: now,
         lastSeenAt: now,
       },
-      update: { lastSeenAt: now, resolvedAt: null, resolvedBy: null, resolutionNote: null },
+      update: { lastSeenAt: now },
+    });
+    // Found again: open again, unless an engineer closed it. Their closing is written once (a trigger keeps it);
+    // its last_seen_at after resolved_at then shows it was seen again.
+    await db.ledgerMismatch.updateMany({
+      where: { fingerprint: fingerprint(f), resolvedBy: null, resolvedAt: { not: null } },
+      data: { resolvedAt: null },
     });
   }
   const resolved = [...inOrder].filter((p) => !findings.some((f) => fingerprint(f) === p));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { recordIdSchema } from "~/lib/recordId";
-import { TRPCError } from "@trpc/server";
+import { resolveMismatch } from "~/server/ledger/resolveMismatch";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
 /** The ledger reconciliation's results: its last runs and what it could not prove right. */
@@ -40,19 +40,11 @@ export const ledgerRouter = createTRPCRouter({
       return { items, nextCursor: rows.length > input.limit ? items.at(-1)!.id : null };
     }),
 
-  /**
-   * An engineer closes a mismatch the app cannot put right itself (money to
-   * refund at the provider, say), saying what was done. A later run that finds
-   * the same problem opens it again.
-   */
+  /** An engineer closes a mismatch with a note (src/server/ledger/resolveMismatch.ts). */
   resolve: engineerProcedure
     .input(z.object({ id: recordIdSchema, note: z.string().trim().min(3).max(2000) }))
     .mutation(async ({ ctx, input }) => {
-      const updated = await ctx.db.ledgerMismatch.updateMany({
-        where: { id: BigInt(input.id), resolvedAt: null },
-        data: { resolvedAt: new Date(), resolvedBy: ctx.user.id, resolutionNote: input.note },
-      });
-      if (updated.count === 0) throw new TRPCError({ code: "NOT_FOUND", message: "No open mismatch with this id." });
+      await resolveMismatch(BigInt(input.id), ctx.user.id, input.note, ctx.audit);
       return { resolved: true };
     }),
 });

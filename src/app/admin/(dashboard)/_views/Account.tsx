@@ -30,9 +30,21 @@ function TwoFactor() {
       <h2>Two-factor sign-in</h2>
       {me.data.twoFactorRequired && <p className="warn">Required for engineers on this installation.</p>}
       {!start.data ? (
-        <button type="button" className="btn" onClick={() => start.mutate()} disabled={start.isPending}>
-          Set up two-factor sign-in
-        </button>
+        <form
+          className="grid max-w-sm gap-3"
+          onSubmit={(e: FormEvent<HTMLFormElement>) => {
+            e.preventDefault();
+            start.mutate({ password: String(new FormData(e.currentTarget).get("password")) });
+          }}
+        >
+          <label className="field">
+            Your password
+            <input className="input" name="password" type="password" autoComplete="current-password" required />
+          </label>
+          <button type="submit" className="btn" disabled={start.isPending}>
+            Set up two-factor sign-in
+          </button>
+        </form>
       ) : (
         <form
           onSubmit={(e: FormEvent) => {

@@ -128,6 +128,11 @@ export function Ledger() {
                       {JSON.stringify(m.evidence, null, 2)}
                     </pre>
                     {m.resolutionNote && <p className="m-0 text-sm muted">Resolved: {m.resolutionNote}</p>}
+                    {m.resolvedAt && m.resolvedBy !== null && m.lastSeenAt > m.resolvedAt && (
+                      <p className="m-0 text-sm warn">
+                        Seen again by a reconciliation after it was closed: <Time date={m.lastSeenAt} />
+                      </p>
+                    )}
                   </li>
                 ))}
               </ul>
