@@ -1,7 +1,7 @@
 import { hostname, userInfo } from "node:os";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { AuditContext } from "../../src/server/audit/audit";
-import { loadDotEnv } from "./config";
+import { pointAtStartDatabase } from "./config";
 
 /**
  * Who runs the command, for the audit log: `--actor <name>` when given (a
@@ -23,9 +23,10 @@ export function cliActorName(actor: string | boolean | undefined): string {
 
 /**
  * Shared by `npm run clients` and `npm run staff`: parses `<command> --flags`
- * (every command takes `--actor`), runs the command against DATABASE_URL (from
- * the environment or .env) with the audit context of whoever runs it, and
- * prints a domain refusal as a one-line error (exit 1).
+ * (every command takes `--actor`), runs the command against the database
+ * `npm start` uses (DATABASE_ADMIN_URL, else DATABASE_URL; config.ts) with the
+ * audit context of whoever runs it, and prints a domain refusal as a one-line
+ * error (exit 1).
  */
 export async function runCli(
   usage: string,
@@ -35,7 +36,7 @@ export async function runCli(
     (values: Record<string, string | boolean | undefined>, positionals: string[], audit: AuditContext) => Promise<void>
   >,
 ) {
-  loadDotEnv();
+  pointAtStartDatabase();
   const { values, positionals } = parseArgs({
     options: { ...options, actor: { type: "string" }, help: { type: "boolean" } },
     allowPositionals: true,

@@ -103,13 +103,34 @@ function stack(
 
 const DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/charges";
 
-/** The admin connection of `npm start` and `npm test`: DATABASE_ADMIN_URL, else DATABASE_URL (older .env files). */
-const adminUrl = () => process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+/**
+ * The one rule for which database a command works on: DATABASE_ADMIN_URL, else DATABASE_URL (older .env files),
+ * else the local default. `npm start`, `npm test` (its base), the CLIs and db:migrate all resolve it here, so
+ * an API client or staff member made from the command line lands in the database the app serves.
+ */
+export const adminDatabaseUrl = () =>
+  process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+
+/**
+ * For a command that runs server code in its own process (clients, staff, reconcile): reads .env and points
+ * the server's DATABASE_URL at `npm start`'s database. Call it before anything imports `~/env`.
+ */
+export function pointAtStartDatabase(): string {
+  loadDotEnv();
+  const url = adminDatabaseUrl();
+  process.env.DATABASE_URL = url;
+  return url;
+}
 
 /** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), ports 3000 and 4010. */
 export function devConfig(): StackConfig {
   const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
-  return stack(adminUrl(), { ...ports, realStripeAllowed: true, extra: {}, secretDir: path.join(root, ".data") });
+  return stack(adminDatabaseUrl(), {
+    ...ports,
+    realStripeAllowed: true,
+    extra: {},
+    secretDir: path.join(root, ".data"),
+  });
 }
 
 /**
@@ -160,7 +181,7 @@ const TEST_SEARCH_CONSISTENCY_MS = 1_000;
  * simulator (never against Stripe itself).
  */
 export function testConfig(): StackConfig {
-  const base = adminUrl();
+  const base = adminDatabaseUrl();
   const name = testSlot === 0 ? "charges_test" : `charges_test${testSlot}`;
   const extra = {
     NODE_ENV: "test",

@@ -155,7 +155,10 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Cla
       continue;
     }
     if ("refused" in result) return { kind: "refused" };
-    if ("claimed" in result) return { kind: "claimed", record: result.claimed };
+    if ("claimed" in result) {
+      claim.onNewRecord?.();
+      return { kind: "claimed", record: result.claimed };
+    }
     if (!result.found) continue; // deleted (expired) between our insert and our read: go round again
     const answer = await answerExisting(result.found, claim, now);
     if (answer) return answer;

@@ -12,7 +12,9 @@ const registered = globalThis as unknown as { keylessShareGauge?: Gauge };
 export function ensureKeylessShareGauge(): void {
   registered.keylessShareGauge ??= new Gauge({
     name: "charges_keyless_share",
-    help: "Share of a client's money requests without an Idempotency-Key over the last 24 h (0 before enforcing)",
+    help:
+      "Share of a client's money requests accepted without an Idempotency-Key (against keyed operations) " +
+      "over the last 24 h (0 once enforced)",
     labelNames: ["client_id", "client"] as const,
     registers: [metrics.registry],
     async collect() {

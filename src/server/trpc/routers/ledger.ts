@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { recordIdSchema } from "~/lib/recordId";
-import { resolveMismatch } from "~/server/ledger/resolveMismatch";
+import { MISMATCH_LABELS, resolveMismatch } from "~/server/ledger/mismatches";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
 /** The ledger reconciliation's results: its last runs and what it could not prove right. */
@@ -35,16 +35,16 @@ export const ledgerRouter = createTRPCRouter({
         ...m,
         id: String(m.id),
         requestId: m.requestId === null ? null : String(m.requestId),
+        label: MISMATCH_LABELS[m.kind],
         evidence: JSON.parse(m.evidence) as Record<string, unknown>,
       }));
       return { items, nextCursor: rows.length > input.limit ? items.at(-1)!.id : null };
     }),
 
-  /** An engineer closes a mismatch with a note (src/server/ledger/resolveMismatch.ts). */
+  /** An engineer closes a mismatch with a note (src/server/ledger/mismatches.ts), audited. */
   resolve: engineerProcedure
     .input(z.object({ id: recordIdSchema, note: z.string().trim().min(3).max(2000) }))
-    .mutation(async ({ ctx, input }) => {
-      await resolveMismatch(BigInt(input.id), ctx.user.id, input.note, ctx.audit);
-      return { resolved: true };
-    }),
+    .mutation(({ ctx, input }) =>
+      resolveMismatch(BigInt(input.id), input.note, { staffId: ctx.user.id, audit: ctx.audit }),
+    ),
 });

@@ -12,6 +12,7 @@ import {
   STATUS_FILTERS,
 } from "~/server/requests/log";
 import { countReuses, listReuseGroups, reuseListInput } from "~/server/requests/reuses";
+import { resolveSearch } from "~/server/requests/resolve";
 import { searchByPrefix } from "~/server/requests/search";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
@@ -42,6 +43,11 @@ export const requestsRouter = createTRPCRouter({
       }),
     )
     .query(({ input }) => searchByPrefix(input.prefix)),
+
+  /** What a whole id names exactly (a charge, a key, a customer): the pages to open. */
+  resolve: protectedProcedure
+    .input(z.object({ q: z.string().trim().min(1).max(64) }))
+    .query(({ input }) => resolveSearch(input.q)),
 
   byId: protectedProcedure.input(z.object({ id: idString })).query(({ input }) => requestDetail(BigInt(input.id))),
 

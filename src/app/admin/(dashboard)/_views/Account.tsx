@@ -2,6 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
+import { userMessage } from "../../_components/errorMessage";
 import { useTRPC } from "~/trpc/react";
 
 function TwoFactor() {
@@ -82,7 +83,7 @@ function TwoFactor() {
       )}
       {(start.error ?? confirm.error) && (
         <p role="alert" className="bad">
-          {(start.error ?? confirm.error)!.message}
+          {userMessage(start.error ?? confirm.error)}
         </p>
       )}
     </section>
@@ -123,7 +124,7 @@ function ChangePassword() {
         )}
         {change.error && (
           <p role="alert" className="bad">
-            {change.error.message}
+            {userMessage(change.error)}
           </p>
         )}
       </form>
