@@ -213,7 +213,7 @@ describe("keyless requests", () => {
 
 describe("a gateway request carried out after the app gave up on it", () => {
   // tok_late_<ms>: the simulator carries the request out <ms> after it arrived (held up on its way, or queued).
-  // Stripe has no not-after parameter (README, "The Stripe adapter"): through it this stays a reported risk.
+  // Stripe has no not-after parameter (docs/stripe.md): through it this stays a reported risk.
   const simOnly = { skip: env.GATEWAY === "stripe" && "Stripe cannot be told not to carry a request out late" };
 
   test(

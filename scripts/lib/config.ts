@@ -169,7 +169,7 @@ export const slotDatabase = (name: string) => (testSlot === 0 ? name : `${name}$
 /**
  * The simulator's search lag in tests, and the Stripe adapter's consistency
  * window: short enough for the fault tests, and the window longer than the lag,
- * as it must be (README "The Stripe adapter").
+ * as it must be (docs/stripe.md).
  */
 export const TEST_SEARCH_LAG_MS = 500;
 const TEST_SEARCH_CONSISTENCY_MS = 1_000;

@@ -20,7 +20,7 @@ export const GATEWAY_BEHAVIOURS = {
   /**
    * Carried out late, after the app gave up (held up on its way, or queued at the processor): charged only
    * if it is still before the request's Charge-Not-After. Only the simulator's own protocol has that; Stripe
-   * has no such parameter (README, "The Stripe adapter"), so runs through it leave this behaviour out.
+   * has no such parameter (docs/stripe.md), so runs through it leave this behaviour out.
    */
   late: "tok_late_2500",
   decline: "tok_declined",

@@ -68,7 +68,7 @@ export type ChargeOptions = {
    * not-after time has passed; a request still travelling then (a slow network,
    * a proxy holding it) would charge behind its back. A gateway that can
    * enforce this refuses such a request without charging. The simulator does;
-   * Stripe has no such parameter (see README, "The Stripe adapter").
+   * Stripe has no such parameter (see docs/stripe.md).
    */
   notAfter?: Date;
   /**

@@ -21,7 +21,7 @@ export function pageCsp(
     inlineStyles ? "style-src 'self' 'unsafe-inline'" : `style-src 'self' 'nonce-${nonce}'`,
     // The dashboard's charts and popovers (Recharts, Radix) set style="" attributes, which the server renders
     // into the HTML. Allowed for attributes only, on /admin only: <style> elements and stylesheets still need
-    // this origin or the nonce, and scripts are untouched. See README, Security.
+    // this origin or the nonce, and scripts are untouched. See docs/security.md.
     ...(styleAttributes ? ["style-src-attr 'unsafe-inline'"] : []),
     // QR codes of the two-factor enrolment are data: URLs.
     "img-src 'self' data:",
