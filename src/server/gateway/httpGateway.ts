@@ -100,28 +100,36 @@ function toListed(c: z.infer<typeof listedSchema>): ListedGatewayCharge {
 export class HttpPaymentGateway implements PaymentGateway {
   constructor(private readonly baseUrl: string) {}
 
-  async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs, notAfter }: ChargeOptions) {
-    let response: Response;
+  /** A POST under the idempotency key, bounded by the timeout; no answer at all is an unknown outcome. */
+  private async post(path: string, body: unknown, { idempotencyKey, timeoutMs, notAfter }: ChargeOptions) {
     try {
-      response = await fetch(new URL("/v1/charges", this.baseUrl), {
+      return await fetch(new URL(path, this.baseUrl), {
         method: "POST",
         headers: {
           "Content-Type": "application/json",
           "Idempotency-Key": idempotencyKey,
           ...(notAfter ? { "Charge-Not-After": notAfter.toISOString() } : {}),
         },
-        body: JSON.stringify({
-          amount_cents: request.amountCents,
-          currency: request.currency,
-          card_token: request.cardToken,
-          customer_id: request.customerId,
-          metadata: wireMetadata(request.metadata),
-        }),
+        body: JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
       throw new GatewayOutcomeUnknownError(`gateway unreachable or too slow: ${String(error)}`, { cause: error });
     }
+  }
+
+  async charge(request: GatewayChargeRequest, options: ChargeOptions) {
+    const response = await this.post(
+      "/v1/charges",
+      {
+        amount_cents: request.amountCents,
+        currency: request.currency,
+        card_token: request.cardToken,
+        customer_id: request.customerId,
+        metadata: wireMetadata(request.metadata),
+      },
+      options,
+    );
     // Both a charge and a decline are definite answers; anything else is not (410 request_expired, a request
     // that arrived after its not-after time, charged nothing, but only clock skew lets its sender see it).
     if (response.status === 200 || response.status === 402) return toGatewayCharge(await response.json());
@@ -145,26 +153,12 @@ export class HttpPaymentGateway implements PaymentGateway {
     return { kind: "charged", charge: toGatewayCharge(await response.json()) };
   }
 
-  async refund(request: GatewayRefundRequest, { idempotencyKey, timeoutMs, notAfter }: ChargeOptions) {
-    let response: Response;
-    try {
-      response = await fetch(new URL("/v1/refunds", this.baseUrl), {
-        method: "POST",
-        headers: {
-          "Content-Type": "application/json",
-          "Idempotency-Key": idempotencyKey,
-          ...(notAfter ? { "Charge-Not-After": notAfter.toISOString() } : {}),
-        },
-        body: JSON.stringify({
-          charge: request.chargeId,
-          amount_cents: request.amountCents,
-          metadata: wireMetadata(request.metadata),
-        }),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      throw new GatewayOutcomeUnknownError(`gateway unreachable or too slow: ${String(error)}`, { cause: error });
-    }
+  async refund(request: GatewayRefundRequest, options: ChargeOptions) {
+    const response = await this.post(
+      "/v1/refunds",
+      { charge: request.chargeId, amount_cents: request.amountCents, metadata: wireMetadata(request.metadata) },
+      options,
+    );
     if (response.status === 200) return toRefund(refundSchema.parse(await response.json()));
     const text = await response.text().catch(() => "");
     // A definite no (nothing left, no such charge) moved no money; anything else may have.
@@ -184,27 +178,25 @@ export class HttpPaymentGateway implements PaymentGateway {
     return { kind: "refunded", refund: toRefund(refundSchema.parse(await response.json())) };
   }
 
-  async listRefunds({ since, until, cursor, limit = 100 }: ChargeListWindow) {
-    const url = new URL("/v1/refunds", this.baseUrl);
+  /** A page of the simulator's list at `path` (its charges or refunds) for a window, oldest first. */
+  private async listPage(path: string, { since, until, cursor, limit = 100 }: ChargeListWindow): Promise<unknown> {
+    const url = new URL(path, this.baseUrl);
     url.searchParams.set("created_gte", since.toISOString());
     url.searchParams.set("created_lt", until.toISOString());
     url.searchParams.set("limit", String(limit));
     if (cursor) url.searchParams.set("starting_after", cursor);
     const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    if (!response.ok) throw new Error(`gateway refund list answered ${response.status}`);
-    const page = refundListSchema.parse(await response.json());
+    if (!response.ok) throw new Error(`gateway list ${path} answered ${response.status}`);
+    return response.json();
+  }
+
+  async listRefunds(window: ChargeListWindow) {
+    const page = refundListSchema.parse(await this.listPage("/v1/refunds", window));
     return { refunds: page.data.map(toListedRefund), nextCursor: page.next_cursor };
   }
 
-  async listCharges({ since, until, cursor, limit = 100 }: ChargeListWindow) {
-    const url = new URL("/v1/charges", this.baseUrl);
-    url.searchParams.set("created_gte", since.toISOString());
-    url.searchParams.set("created_lt", until.toISOString());
-    url.searchParams.set("limit", String(limit));
-    if (cursor) url.searchParams.set("starting_after", cursor);
-    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    if (!response.ok) throw new Error(`gateway charge list answered ${response.status}`);
-    const page = listSchema.parse(await response.json());
+  async listCharges(window: ChargeListWindow) {
+    const page = listSchema.parse(await this.listPage("/v1/charges", window));
     return { charges: page.data.map(toListed), nextCursor: page.next_cursor };
   }
 }
