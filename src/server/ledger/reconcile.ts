@@ -296,23 +296,26 @@ async function appChargesWithoutGatewayCharge(
   }
 }
 
+/** A finding's row as its first run stores it. */
+const newMismatch = (runId: number, f: Finding, now: Date) => ({
+  fingerprint: fingerprint(f),
+  kind: f.kind,
+  gatewayChargeId: f.gatewayChargeId,
+  chargeId: f.chargeId,
+  requestId: f.requestId,
+  evidence: JSON.stringify(f.evidence, (_, v) => (typeof v === "bigint" ? String(v) : v)),
+  firstRunId: runId,
+  detectedAt: now,
+  lastSeenAt: now,
+});
+
 /** Stores the findings (one row per fingerprint) and resolves earlier ones whose subject is now in order. */
 async function storeFindings(runId: number, findings: Finding[], inOrder: Set<string>) {
   const now = new Date();
   for (const f of findings) {
     await db.ledgerMismatch.upsert({
       where: { fingerprint: fingerprint(f) },
-      create: {
-        fingerprint: fingerprint(f),
-        kind: f.kind,
-        gatewayChargeId: f.gatewayChargeId,
-        chargeId: f.chargeId,
-        requestId: f.requestId,
-        evidence: JSON.stringify(f.evidence, (_, v) => (typeof v === "bigint" ? String(v) : v)),
-        firstRunId: runId,
-        detectedAt: now,
-        lastSeenAt: now,
-      },
+      create: newMismatch(runId, f, now),
       update: { lastSeenAt: now },
     });
     // Found again: open again, unless an engineer closed it. Their closing is written once (a trigger keeps it);
@@ -342,18 +345,7 @@ async function storeHealed(runId: number, healed: Healed[]) {
     };
     await db.ledgerMismatch.upsert({
       where: { fingerprint: fingerprint(f) },
-      create: {
-        fingerprint: fingerprint(f),
-        kind: f.kind,
-        gatewayChargeId: f.gatewayChargeId,
-        chargeId: refund.chargeId,
-        requestId: f.requestId,
-        evidence: JSON.stringify(f.evidence, (_, v) => (typeof v === "bigint" ? String(v) : v)),
-        firstRunId: runId,
-        detectedAt: now,
-        lastSeenAt: now,
-        ...closed,
-      },
+      create: { ...newMismatch(runId, { ...f, chargeId: refund.chargeId }, now), ...closed },
       update: { lastSeenAt: now, ...closed },
     });
   }
