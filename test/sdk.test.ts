@@ -330,6 +330,10 @@ describe("SDK refunds", () => {
     const again = await sdk.refunds.create({ charge, amount_cents: 300 }, { idempotencyKey: key });
     assert.deepEqual([first.status, first.replayed, again.status, again.replayed], [201, false, 201, true]);
     assert.deepEqual(again.ok && again.refund, first.ok && first.refund);
+    assert.match(String(first.requestId), /^req_[0-9a-f]{20}$/, "result.requestId: the answer's Request-Id");
+    assert.equal(first.originalRequestId, null);
+    assert.equal(again.originalRequestId, first.requestId, "a replay names the request it replays");
+    assert.notEqual(again.requestId, first.requestId);
     const bare = await postRefund({ apiKey, key, body: { charge, amount_cents: 300 } });
     assert.equal(bare.headers.get("idempotent-replayed"), "true");
 

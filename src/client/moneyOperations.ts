@@ -146,10 +146,13 @@ export class MoneyOperations<Name extends string, Params, Created> {
 
   private toResult(answer: Exchange, idempotencyKey: string): OperationResult<Name, Created> {
     const { status, replayed, attempts } = answer;
+    const requestId = answer.headers.get("Request-Id");
+    const originalRequestId = answer.headers.get("Original-Request");
+    const answered = { status, replayed, attempts, idempotencyKey, requestId, originalRequestId };
     if (status >= 200 && status < 300) {
       const created = { [this.spec.name]: answer.json } as { [K in Name]: Created };
-      return { ok: true, status, ...created, replayed, attempts, idempotencyKey };
+      return { ok: true, ...answered, ...created };
     }
-    return { ok: false, status, error: errorOf(answer.json, status), replayed, attempts, idempotencyKey };
+    return { ok: false, ...answered, error: errorOf(answer.json, status) };
   }
 }

@@ -51,7 +51,16 @@ export type ApiErrorBody = {
   [detail: string]: unknown;
 };
 
-type Answered = { status: number; replayed: boolean; attempts: number; idempotencyKey: string };
+type Answered = {
+  status: number;
+  replayed: boolean;
+  attempts: number;
+  idempotencyKey: string;
+  /** The server's Request-Id of the answer (quote it to support); null if the answer had none (a proxy's). */
+  requestId: string | null;
+  /** A replay's Original-Request: the Request-Id of the request whose answer it replays. */
+  originalRequestId: string | null;
+};
 
 /** The final answer of a money operation: the object under its own name (`charge`, `refund`), or the error. */
 export type OperationResult<Name extends string, Created> =
