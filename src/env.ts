@@ -70,6 +70,14 @@ const schema = z
       .int()
       .min(0)
       .default(10 * 60_000),
+    /**
+     * The reconciliation refunds a gateway charge made for an operation the app answered "no charge was made"
+     * (tied to it by its derived key), so the stored answer is true again; false leaves it to a person.
+     */
+    HEAL_LATE_CHARGES: z
+      .enum(["true", "false"])
+      .default("true")
+      .transform((v) => v === "true"),
     PRUNE_BATCH_SIZE: z.coerce.number().int().min(1).max(100_000).default(500),
     /** Hours; fractions allowed down to a minute (bench/soak.ts turns the table over in minutes). */
     IDEMPOTENCY_KEY_TTL_HOURS: z.coerce

@@ -10,18 +10,23 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { gateway } from "~/server/gateway";
+import { healingKey } from "~/server/ledger/healLateCharge";
 import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import {
+  chargeAtGateway,
   chargeBody,
   closeConnections,
+  gatewayRefunds,
   localCharges,
   newApiClient,
   postCharge,
   recordOf,
   removeGatewayCharges,
+  seedRecord,
   uniqueKey,
+  untilGatewayShowsCharge,
 } from "./helpers";
 
 let apiKey: string;
@@ -246,5 +251,83 @@ describe("ledger reconciliation", () => {
         data: { resolvedAt: new Date() },
       });
     }
+  });
+});
+
+describe("healing a late charge", () => {
+  /** An operation the sweeper wrote off ("no charge was made"), then charged at the gateway under its key. */
+  async function lateCharge() {
+    const body = chargeBody();
+    const record = await seedRecord({
+      apiClientId: clientId,
+      phase: "complete",
+      body,
+      ageMs: 5_000,
+      finishedBy: "abandoned",
+      response: { status: 500, body: '{"error":{"code":"request_abandoned"}}' },
+    });
+    const late = await chargeAtGateway(record, body);
+    await untilGatewayShowsCharge(record);
+    return { record, late };
+  }
+
+  test("refunded under the operation's healing key, recorded, audited, the mismatch healed", async () => {
+    const { record, late } = await lateCharge();
+    const first = await reconcile(since());
+    assert.equal(first.healed, 1, show(first));
+    assert.deepEqual(first.findings, [], "healed, not left open");
+    const charge = await db.charge.findFirstOrThrow({ where: { gatewayChargeId: late.id } });
+    assert.equal(charge.idempotentRequestId, record.id);
+    assert.equal(charge.amountRefundedCents, charge.amountCents);
+    const [refund, ...more] = await db.refund.findMany({ where: { chargeId: charge.id } });
+    assert.equal(more.length, 0);
+    assert.equal(refund!.gatewayIdempotencyKey, healingKey(record));
+    const atGateway = await gatewayRefunds(charge.id);
+    assert.deepEqual(
+      atGateway.map((r) => r.amount),
+      [late.amountCents],
+      "one refund at the gateway, in full",
+    );
+    const mismatch = await db.ledgerMismatch.findFirstOrThrow({ where: { gatewayChargeId: late.id } });
+    assert.equal(mismatch.healedRefundId, refund!.id);
+    assert.ok(mismatch.resolvedAt);
+    const audit = await db.auditEvent.findFirstOrThrow({
+      where: { action: "ledger.late_charge_healed", targetId: charge.id },
+    });
+    assert.equal(audit.actorType, "system");
+    const again = await reconcile(since());
+    assert.equal(again.healed, 0, "healed once");
+    assert.deepEqual(again.findings, []);
+    assert.equal((await gatewayRefunds(charge.id)).length, 1);
+  });
+
+  test("with healing switched off the late charge stays open for a person, and nothing is refunded", async () => {
+    const { late } = await lateCharge();
+    const result = await reconcileLedger({ since: since(), until: new Date(Date.now() + 2_000), heal: false });
+    assert.equal(result.healed, 0);
+    const finding = result.findings.find((f) => f.gatewayChargeId === late.id);
+    assert.equal(finding?.kind, "gateway_charge_without_app_charge");
+    assert.equal(await db.charge.count({ where: { gatewayChargeId: late.id } }), 0);
+    // Heal it now, so the test run's own closing reconciliation finds the ledger whole.
+    assert.equal((await reconcile(since())).healed, 1);
+  });
+
+  test("a gateway charge that names no operation of this app is never refunded automatically", async () => {
+    const stranger = await gateway.charge(
+      {
+        amountCents: 777,
+        currency: "usd",
+        cardToken: "tok_visa",
+        customerId: null,
+        metadata: { requestId: "999999999", apiClientId: String(clientId), idempotencyKey: null },
+      },
+      { idempotencyKey: `gk_stranger_${Date.now()}`, timeoutMs: 5_000 },
+    );
+    await sleep(env.GATEWAY === "stripe" ? 1_500 : 0);
+    const result = await reconcile(since());
+    assert.ok(result.findings.some((f) => f.gatewayChargeId === stranger.id));
+    assert.equal(result.healed, 0);
+    await removeGatewayCharges([stranger.id]);
+    await reconcile(since());
   });
 });

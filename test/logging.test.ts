@@ -44,6 +44,7 @@ describe("structured logs (pino)", () => {
     assert.match(String(line.recordId), /^\d+$/);
     assert.equal(line.method, "POST");
     assert.equal(line.path, "/api/charges");
+    assert.equal(line.requestId, res.headers.get("request-id"), "the line names the answer's Request-Id");
     assert.equal(typeof line.time, "string");
     assert.equal(typeof (line.err as Line)?.message, "string");
 

@@ -19,6 +19,7 @@ import {
   postTo,
   recordOf,
   uniqueKey,
+  waitFor,
 } from "./helpers";
 
 type Body = Record<string, unknown>;
@@ -27,22 +28,27 @@ type Body = Record<string, unknown>;
 type RouteCase = {
   route: string;
   path: string;
-  body: (apiKey: string, opts?: { slow?: boolean }) => Promise<Body>;
+  /** slow: the gateway answers after 1.5 s; then_error: the money moves, then the gateway fails (500). */
+  body: (apiKey: string, behaviour?: "slow" | "then_error") => Promise<Body>;
   other: (body: Body) => Body;
 };
+
+/** A charge made with these cards succeeds; its refunds misbehave so (src/gateway-sim/refundLedger.ts). */
+const REFUND_CARDS = { slow: "tok_refund_slow_1500", then_error: "tok_refund_then_error" };
 
 const ROUTES: RouteCase[] = [
   {
     route: CHARGES_ROUTE,
     path: "/api/charges",
-    body: async (_apiKey, { slow = false } = {}) => chargeBody(slow ? { card_token: "tok_slow_1500" } : {}),
+    body: async (_apiKey, behaviour) =>
+      chargeBody(behaviour ? { card_token: behaviour === "slow" ? "tok_slow_1500" : "tok_charge_then_error" } : {}),
     other: (body) => ({ ...body, amount_cents: 5 }),
   },
   {
     route: REFUNDS_ROUTE,
     path: "/api/refunds",
-    body: async (apiKey, { slow = false } = {}) => ({
-      charge: await newCharge(apiKey, slow ? { card_token: "tok_refund_slow_1500" } : {}),
+    body: async (apiKey, behaviour) => ({
+      charge: await newCharge(apiKey, behaviour ? { card_token: REFUND_CARDS[behaviour] } : {}),
       amount_cents: 500,
     }),
     other: (body) => ({ ...body, amount_cents: 400 }),
@@ -84,7 +90,7 @@ for (const r of ROUTES) {
     });
 
     test("in flight: 409 request_in_progress with Retry-After; Prefer: wait gets the answer instead", async () => {
-      const [key, body] = [uniqueKey(), await r.body(apiKey, { slow: true })];
+      const [key, body] = [uniqueKey(), await r.body(apiKey, "slow")];
       const first = post(key, body);
       await pause(300);
       const inFlight = await post(key, body);
@@ -112,6 +118,26 @@ for (const r of ROUTES) {
       assert.equal(found.headers.get("idempotent-replay"), "true");
       const missing = await fetch(`${APP_URL}${r.path}?idempotency_key=${uniqueKey()}`, { headers: auth });
       assert.equal(missing.status, 404);
+    });
+
+    test("an unknown outcome is settled by a GET at once (as a retry would), not after the sweeper", async () => {
+      const [key, body] = [uniqueKey(), await r.body(apiKey, "then_error")];
+      assertError(await post(key, body), 503, "gateway_unavailable");
+      const started = Date.now();
+      const auth = { Authorization: `Bearer ${apiKey}` };
+      const settled = await waitFor(
+        "the GET to settle the operation",
+        async () => {
+          const res = await fetch(`${APP_URL}${r.path}?idempotency_key=${encodeURIComponent(key)}`, { headers: auth });
+          return res.status === 201 && (await res.json());
+        },
+        3_000,
+      );
+      assert.ok(Date.now() - started < 3_000);
+      assert.equal((await recordOf(key, r.route))?.phase.name, "complete");
+      const retry = await post(key, body);
+      assert.equal(retry.status, 201);
+      assert.equal(retry.json.id, settled.id, "the retry replays what the GET settled: one operation");
     });
 
     test("a keyless request is served and recorded under no key, as a record of this route", async () => {

@@ -50,10 +50,16 @@ const timelineWith = (id: bigint, kind: string, detail: string | null = null) =>
     return d.timeline.some((e) => !e.fromRecord && e.kind === kind && e.detail === detail) && d;
   });
 
-/** The timeline once it ends with the completion, written as an event (not read from the record). */
-const timelineEndingWith = async (id: bigint, detail: string) => {
-  const d = await timelineWith(id, "completed", detail);
-  assert.equal(d.timeline.at(-1)?.kind, "completed");
+/**
+ * The timeline once it has the completion, written as an event (not read from the record), and after it only
+ * what attempts were answered.
+ */
+const timelineEndingWith = async (id: bigint, detail: string, answers = 0) => {
+  const d = await waitFor("the completion and the answers after it", async () => {
+    const t = await timelineWith(id, "completed", detail);
+    const after = t.timeline.slice(t.timeline.findIndex((e) => e.kind === "completed") + 1);
+    return after.length === answers && after.every((e) => e.kind === "answered") && t;
+  });
   return d;
 };
 
@@ -133,15 +139,26 @@ describe("request timeline beyond the happy path", () => {
     const retry = await postCharge({ apiKey: client.apiKey, key, body });
     assert.equal(retry.status, 201, retry.text);
     const record = (await recordOf(key))!;
-    const d = await timelineEndingWith(record.id, "request 201");
+    const d = await timelineEndingWith(record.id, "request 201", 1);
     assertTimeline(d, [
       { kind: "claimed", by: "app" },
       { kind: "released", detail: "outcome unknown", by: "app" },
+      { kind: "answered", detail: "gateway_unavailable", by: "app" },
       { kind: "taken_over", detail: "retry", by: "app" },
       { kind: "completed", detail: "request 201", by: "app" },
+      { kind: "answered", detail: "fresh", by: "app" },
     ]);
     assert.equal(d.counts.taken_over, 1);
-    assert.equal(d.timeline[2]!.attempt, 2, "the take-over is the second attempt");
+    assert.equal(d.timeline[3]!.attempt, 2, "the take-over is the second attempt");
+    const answers = d.timeline.filter((e) => e.kind === "answered");
+    assert.deepEqual(
+      answers.map((e) => [e.answer?.status, e.apiRequestId]),
+      [
+        [503, first.headers.get("request-id")],
+        [201, retry.headers.get("request-id")],
+      ],
+      "each attempt's status and Request-Id",
+    );
   });
 
   test("a retry takes over a claim whose lease ran out (its holder died)", async () => {
@@ -150,11 +167,12 @@ describe("request timeline beyond the happy path", () => {
     const stalled = await seedRecord({ apiClientId: client.id, phase: "lease_expired", key, body });
     const retry = await postCharge({ apiKey: client.apiKey, key, body });
     assert.equal(retry.status, 201, retry.text);
-    const d = await timelineEndingWith(stalled.id, "request 201");
+    const d = await timelineEndingWith(stalled.id, "request 201", 1);
     assertTimeline(d, [
       { kind: "claimed", by: "record" }, // the dead holder's claim: only the record knows it
       { kind: "taken_over", detail: "retry", by: "app" },
       { kind: "completed", detail: "request 201", by: "app" },
+      { kind: "answered", detail: "fresh", by: "app" },
     ]);
     assert.equal(d.timeline[0]!.at.getTime(), stalled.createdAt.getTime());
   });
@@ -180,7 +198,8 @@ describe("request timeline beyond the happy path", () => {
       assertTimeline(d, [
         { kind: "claimed", by: "app" },
         { kind: "released", detail: "outcome unknown", by: "app" },
-        ...sweeperSteps(d, 2, outcome),
+        { kind: "answered", detail: "gateway_unavailable", by: "app" },
+        ...sweeperSteps(d, 3, outcome),
       ]);
       if (outcome === "reconciled 201") {
         assert.equal(d.request.charge?.amountCents, body.amount_cents, "the charge the gateway made, recorded");
@@ -200,7 +219,8 @@ describe("request timeline beyond the happy path", () => {
     assertTimeline(d, [
       { kind: "claimed", by: "app" },
       { kind: "released", detail: "outcome unknown", by: "app" },
-      ...sweeperSteps(d, 2, "reconciled 201"),
+      { kind: "answered", detail: "charge_outcome_unknown", by: "app" },
+      ...sweeperSteps(d, 3, "reconciled 201"),
     ]);
   });
 

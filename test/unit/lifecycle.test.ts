@@ -20,6 +20,7 @@ const row = (over: Partial<RecordRow>): RecordRow => ({
   leaseExpiresAt: null,
   responseStatus: null,
   responseBody: null,
+  responseRequestId: null,
   finishedBy: null,
   lastAttemptAt: now,
   createdAt: now,
@@ -36,7 +37,11 @@ test("the phase is decoded from the columns, the lease against the clock", () =>
     row({ state: "complete", finishedBy: "reconciled", responseStatus: 201, responseBody: "{}" }),
     now,
   );
-  assert.deepEqual(complete, { name: "complete", finishedBy: "reconciled", response: { status: 201, body: "{}" } });
+  assert.deepEqual(complete, {
+    name: "complete",
+    finishedBy: "reconciled",
+    response: { status: 201, body: "{}", requestId: null },
+  });
 });
 
 test("a record in an impossible state is an error, not a made-up status", () => {

@@ -26,12 +26,16 @@ export const AUDIT_ACTIONS = [
   "api_key.revoked",
   "mode.changed",
   "client_mode.changed",
+  "ledger.late_charge_healed",
+  "refund.created",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export type AuditActor =
   | { type: "staff"; id: number; email: string }
   | { type: "cli"; name: string }
+  /** The app itself, acting on a rule (the reconciliation healing a late charge). */
+  | { type: "system"; name: string }
   /** Nobody signed in, e.g. a failed login; `email` is the one that was tried. */
   | { type: "anonymous"; email?: string };
 
@@ -48,7 +52,7 @@ export function cliContext(name = `cli:${process.env.USER ?? "unknown"}`): Audit
 
 export type AuditEntry = {
   action: AuditAction;
-  target?: { type: "staff_user" | "api_client" | "api_key" | "session" | "setting"; id: string | number };
+  target?: { type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "charge"; id: string | number };
   details?: Record<string, unknown>;
 };
 
@@ -63,7 +67,8 @@ export async function recordAudit(context: AuditContext, entry: AuditEntry, clie
       actorType: actor.type,
       actorStaffId: actor.type === "staff" ? actor.id : null,
       actorLabel:
-        (actor.type === "staff" ? actor.email : actor.type === "cli" ? actor.name : actor.email)?.slice(0, 255) ?? null,
+        (actor.type === "staff" ? actor.email : actor.type === "anonymous" ? actor.email : actor.name)?.slice(0, 255) ??
+        null,
       targetType: entry.target?.type ?? null,
       targetId: entry.target ? String(entry.target.id) : null,
       details: entry.details ? JSON.stringify(entry.details) : null,

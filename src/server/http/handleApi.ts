@@ -1,5 +1,5 @@
 import { isDatabaseUnavailable, isLockConflictError } from "~/server/db";
-import { withLogContext } from "~/server/observability/context";
+import { newRequestId, withLogContext } from "~/server/observability/context";
 import { log } from "~/server/observability/log";
 import { ApiError, errorResponse } from "./apiError";
 import { presentError } from "./presentError";
@@ -7,11 +7,29 @@ import { presentError } from "./presentError";
 /**
  * Runs a route handler body, turning every failure into the documented error
  * format, and finishes every error answer (presentError). Everything logged
- * meanwhile carries the request's context (observability/context.ts).
+ * meanwhile carries the request's context (observability/context.ts), its
+ * Request-Id included, which the answer carries too.
  */
-export async function handleApi(request: Request, run: () => Promise<Response>): Promise<Response> {
-  const context = { method: request.method, path: new URL(request.url).pathname };
-  return withLogContext(context, async () => presentError(request, await runCatching(run)));
+export async function handleApi(
+  request: Request,
+  run: () => Promise<Response>,
+  /** Called with the final answer, still in the request's log context (a money route notes it on the timeline). */
+  answered?: (response: Response) => void,
+): Promise<Response> {
+  return withRequestId(request, async () => {
+    const response = await presentError(request, await runCatching(run));
+    answered?.(response);
+    return response;
+  });
+}
+
+/** Runs `answer` under a new Request-Id, in the log context and on the response (every API and tRPC answer). */
+export async function withRequestId(request: Request, answer: () => Promise<Response>): Promise<Response> {
+  const requestId = newRequestId();
+  const context = { requestId, method: request.method, path: new URL(request.url).pathname };
+  const response = await withLogContext(context, answer);
+  response.headers.set("Request-Id", requestId);
+  return response;
 }
 
 async function runCatching(run: () => Promise<Response>): Promise<Response> {

@@ -5,11 +5,19 @@ import { errorResponse } from "./apiError";
 import { handleApi } from "./handleApi";
 
 /** A public API handler for an API client: 401 without a valid key, and every log line names the client. */
-export function withApiClient(request: Request, run: (client: ApiClient) => Promise<Response>): Promise<Response> {
-  return handleApi(request, async () => {
-    const client = await authenticateApiClient(request.headers.get("authorization"));
-    if (!client) return errorResponse("unauthorized");
-    addLogContext({ apiClientId: client.id });
-    return run(client);
-  });
+export function withApiClient(
+  request: Request,
+  run: (client: ApiClient) => Promise<Response>,
+  answered?: (response: Response) => void,
+): Promise<Response> {
+  return handleApi(
+    request,
+    async () => {
+      const client = await authenticateApiClient(request.headers.get("authorization"));
+      if (!client) return errorResponse("unauthorized");
+      addLogContext({ apiClientId: client.id });
+      return run(client);
+    },
+    answered,
+  );
 }

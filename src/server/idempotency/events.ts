@@ -15,6 +15,7 @@
 import { hostname } from "node:os";
 import { Prisma, type IdempotencyEventKind } from "~/generated/prisma/client";
 import { db } from "~/server/db";
+import { currentLogContext } from "~/server/observability/context";
 import { log } from "~/server/observability/log";
 import { registerRetained } from "~/server/observability/retained";
 import { keyToBytes } from "./lifecycle";
@@ -31,6 +32,8 @@ export type IdempotencyEventInput = {
   apiClientId: number;
   attempt?: number | null;
   detail?: string | null;
+  /** An `answered` event's answer: status, and the code in `detail`. */
+  answer?: { status: number; latencyMs: number; clientGone: boolean };
 };
 
 const INSTANCE = `${hostname()}:${process.pid}`.slice(0, 100);
@@ -38,13 +41,13 @@ const FLUSH_INTERVAL_MS = 1_000;
 /** Past this many unwritten events (the database refusing for a long time) the oldest are dropped. */
 const MAX_PENDING = 50_000;
 
-let pending: (IdempotencyEventInput & { at: Date })[] = [];
+let pending: (IdempotencyEventInput & { at: Date; apiRequestId: string | null })[] = [];
 let timer: NodeJS.Timeout | undefined;
 registerRetained("key events not yet written", () => pending.length);
 
-/** Notes an event; written within a second. Never throws, never waits. */
+/** Notes an event, with the Request-Id of the request it happens in; written within a second. Never throws. */
 export function noteEvent(event: IdempotencyEventInput): void {
-  pending.push({ ...event, at: event.at ?? new Date() });
+  pending.push({ ...event, at: event.at ?? new Date(), apiRequestId: currentLogContext()?.requestId ?? null });
   if (pending.length > MAX_PENDING) pending.splice(0, pending.length - MAX_PENDING);
   timer ??= setTimeout(() => void flushEvents(), FLUSH_INTERVAL_MS).unref();
 }
@@ -59,6 +62,29 @@ export function noteAnswer(claim: ClaimInput, outcome: IdempotentOutcome, waited
   noteEvent({ kind, idempotencyKey, route, apiClientId, detail: waited ? "after Prefer: wait" : null });
 }
 
+/**
+ * What one attempt on a money route was answered, noted after its response was made: the timeline then shows
+ * every attempt's status and code, how long it took, whether its client was still connected, and its Request-Id.
+ */
+export function noteAnswered(
+  request: { idempotencyKey: string | null; route: string; apiClientId: number; recordId: bigint | null },
+  answer: { status: number; code: string | null; latencyMs: number; clientGone: boolean },
+): void {
+  const { idempotencyKey, route, apiClientId, recordId } = request;
+  // A keyless attempt's timeline is its record's: only one that got a record has one.
+  if (idempotencyKey === null && recordId === null) return;
+  const { status, code, latencyMs, clientGone } = answer;
+  noteEvent({
+    kind: "answered",
+    idempotencyKey,
+    route,
+    apiClientId,
+    requestId: recordId,
+    detail: code,
+    answer: { status, latencyMs: Math.round(latencyMs), clientGone },
+  });
+}
+
 /** Writes the events held in memory; kept for the next round if the database refuses. */
 export async function flushEvents(): Promise<void> {
   clearTimeout(timer);
@@ -69,12 +95,14 @@ export async function flushEvents(): Promise<void> {
   const rows = batch.map(
     (e) => Prisma.sql`(${e.at}, ${e.kind}, ${e.requestId ?? null},
       ${e.idempotencyKey === null ? null : Buffer.from(e.idempotencyKey, "latin1")}, ${e.route}, ${e.apiClientId},
-      ${e.attempt ?? null}, ${e.detail?.slice(0, 64) ?? null}, ${INSTANCE})`,
+      ${e.attempt ?? null}, ${e.detail?.slice(0, 64) ?? null}, ${INSTANCE}, ${e.apiRequestId},
+      ${e.answer?.status ?? null}, ${e.answer?.latencyMs ?? null}, ${e.answer?.clientGone ?? null})`,
   );
   try {
     await db.$executeRaw`
       INSERT INTO idempotency_events
-        (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail, instance)
+        (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail, instance,
+         api_request_id, status, latency_ms, client_gone)
       VALUES ${Prisma.join(rows)}`;
   } catch (error) {
     log.warn({ err: error, pending: batch.length }, "idempotency events not written; retrying");
@@ -92,6 +120,10 @@ export type TimelineEvent = {
   attempt: number | null;
   detail: string | null;
   instance: string;
+  /** The Request-Id of the API request the event happened in. */
+  apiRequestId: string | null;
+  /** An `answered` event's answer (its code is the detail). */
+  answer: { status: number; latencyMs: number | null; clientGone: boolean } | null;
 };
 
 /** At most this many events of one key are listed (a client polling a long charge makes many 409s)... */
@@ -119,7 +151,8 @@ export async function eventsOf(record: {
             route: record.route,
             createdAt: { gte: new Date(record.createdAt.getTime() - CLOCK_SKEW_MS) },
           },
-    orderBy: { createdAt: "desc" },
+    // Events of one process noted in the same millisecond keep the order they were noted in (their ids').
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: TIMELINE_LIMIT + 1,
   });
   const events = rows
@@ -134,6 +167,11 @@ export async function eventsOf(record: {
       attempt: row.attempt,
       detail: row.detail,
       instance: row.instance,
+      apiRequestId: row.apiRequestId,
+      answer:
+        row.status === null
+          ? null
+          : { status: row.status, latencyMs: row.latencyMs, clientGone: row.clientGone ?? false },
     }));
   return { events, truncated: rows.length > TIMELINE_LIMIT };
 }

@@ -19,7 +19,15 @@ export {
   type ListedRecord,
   type OperationState,
 } from "./queries";
-export { eventCounts, eventsOf, flushEvents, pruneEvents, type EventKind, type TimelineEvent } from "./events";
+export {
+  eventCounts,
+  eventsOf,
+  flushEvents,
+  noteAnswered,
+  pruneEvents,
+  type EventKind,
+  type TimelineEvent,
+} from "./events";
 export {
   decodeRecord,
   displayKey,

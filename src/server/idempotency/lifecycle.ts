@@ -45,8 +45,11 @@ import type { FinishedBy, IdempotentRequest } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
 export type { FinishedBy };
 
-/** The exact answer stored for an operation: replayed verbatim. */
-export type StoredResponse = { status: number; body: string };
+/**
+ * The exact answer stored for an operation: replayed verbatim. `requestId`: the Request-Id of the request that
+ * produced it (null when the sweeper did), named by every replay in Original-Request.
+ */
+export type StoredResponse = { status: number; body: string; requestId?: string | null };
 
 export type Phase =
   | { name: "held"; leaseExpiresAt: Date }
@@ -99,6 +102,7 @@ export type RecordRow = Pick<
   | "lastAttemptAt"
   | "responseStatus"
   | "responseBody"
+  | "responseRequestId"
   | "finishedBy"
   | "createdAt"
   | "updatedAt"
@@ -115,7 +119,7 @@ export function phaseOf(row: RecordRow, now: Date = new Date()): Phase {
     return {
       name: "complete",
       finishedBy: row.finishedBy,
-      response: { status: row.responseStatus, body: row.responseBody },
+      response: { status: row.responseStatus, body: row.responseBody, requestId: row.responseRequestId },
     };
   }
   if (row.finishedBy !== null || row.responseStatus !== null) {
@@ -259,10 +263,18 @@ export function completeStatement(
 ): Statement {
   return {
     sql: `UPDATE idempotent_requests
-             SET state = 'complete', response_status = ?, response_body = ?, finished_by = ?, lease_expires_at = NULL,
-                 updated_at = ${DB_NOW}, expires_at = GREATEST(expires_at, ${dbLater})
+             SET state = 'complete', response_status = ?, response_body = ?, response_request_id = ?, finished_by = ?,
+                 lease_expires_at = NULL, updated_at = ${DB_NOW}, expires_at = GREATEST(expires_at, ${dbLater})
            WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
-    values: [response.status, response.body, finishedBy, micros(ttlMs), held.id, held.attempt],
+    values: [
+      response.status,
+      response.body,
+      response.requestId ?? null,
+      finishedBy,
+      micros(ttlMs),
+      held.id,
+      held.attempt,
+    ],
   };
 }
 
@@ -352,6 +364,7 @@ const COLUMNS = [
   ["last_attempt_at", "lastAttemptAt"],
   ["response_status", "responseStatus"],
   ["response_body", "responseBody"],
+  ["response_request_id", "responseRequestId"],
   ["finished_by", "finishedBy"],
   ["created_at", "createdAt"],
   ["updated_at", "updatedAt"],

@@ -20,8 +20,11 @@ import type { ClaimInput, StoredResponse } from "./types";
 type Known = { apiClientId: number; requestHash: string };
 
 const ANSWER_TTL_MS = 60_000;
-const held = new Map<string, Known & { since: Date; done: Promise<void> }>();
-const answered = new LRUCache<string, Known & { response: StoredResponse }>({ max: 10_000, ttl: ANSWER_TTL_MS });
+const held = new Map<string, Known & { since: Date; expiresAt: Date; done: Promise<void> }>();
+const answered = new LRUCache<string, Known & { response: StoredResponse; expiresAt: Date }>({
+  max: 10_000,
+  ttl: ANSWER_TTL_MS,
+});
 registerRetained("idempotency: claims held", () => held.size);
 
 /**
@@ -47,26 +50,39 @@ const mapKey = (claim: ClaimInput) => `${claim.route}\n${claim.idempotencyKey}`;
 const sameRequest = (known: Known | undefined, claim: ClaimInput): boolean =>
   known !== undefined && known.apiClientId === claim.apiClientId && known.requestHash === claim.requestHash;
 
-export type KnownAnswer = { kind: "in_progress"; since: Date } | { kind: "replay"; response: StoredResponse };
+export type KnownAnswer =
+  | { kind: "in_progress"; since: Date; expiresAt: Date }
+  | { kind: "replay"; response: StoredResponse; expiresAt: Date };
 
 /** This process's answer to exactly this request (same key, route, client and payload), if it has one. */
 export function answerHere(claim: ClaimInput): KnownAnswer | undefined {
   if (claim.idempotencyKey === null) return undefined;
   const key = mapKey(claim);
   const holding = held.get(key);
-  if (holding && sameRequest(holding, claim)) return { kind: "in_progress", since: holding.since };
+  if (holding && sameRequest(holding, claim)) {
+    return { kind: "in_progress", since: holding.since, expiresAt: holding.expiresAt };
+  }
   const done = answered.get(key);
-  if (done && sameRequest(done, claim)) return { kind: "replay", response: done.response };
+  // Past its expiry the key is a new operation here at the same instant as in the database (the cache's own
+  // TTL is measured on another clock, and from when the answer was remembered).
+  if (done && sameRequest(done, claim) && done.expiresAt > new Date()) {
+    return { kind: "replay", response: done.response, expiresAt: done.expiresAt };
+  }
   return undefined;
 }
 
 /** Runs `work` for a claim just won, holding it here until the work ends, however it ends. */
-export async function whileHeld<T>(claim: ClaimInput, since: Date, work: () => Promise<T>): Promise<T> {
+export async function whileHeld<T>(
+  claim: ClaimInput,
+  record: { createdAt: Date; expiresAt: Date },
+  work: () => Promise<T>,
+): Promise<T> {
   if (claim.idempotencyKey === null) return work();
   const key = mapKey(claim);
   let finished!: () => void;
   const done = new Promise<void>((r) => (finished = r));
-  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since, done });
+  const { createdAt: since, expiresAt } = record;
+  held.set(key, { apiClientId: claim.apiClientId, requestHash: claim.requestHash, since, expiresAt, done });
   try {
     return await work();
   } finally {
@@ -95,6 +111,7 @@ export function rememberAnswer(claim: ClaimInput, response: StoredResponse, expi
   if (claim.idempotencyKey === null) return;
   const ttl = Math.min(ANSWER_TTL_MS, expiresAt.getTime() - Date.now());
   if (ttl <= 0) return;
-  answered.set(mapKey(claim), { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response }, { ttl });
+  const known = { apiClientId: claim.apiClientId, requestHash: claim.requestHash, response, expiresAt };
+  answered.set(mapKey(claim), known, { ttl });
   purgeLater();
 }

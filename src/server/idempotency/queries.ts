@@ -27,7 +27,10 @@ export function findRecord(id: bigint): Promise<IdempotencyRecord | null> {
 /** What a client can learn about its own operation without resending it. */
 export type OperationState =
   | { kind: "complete"; response: StoredResponse }
+  /** A request is working on it now. */
   | { kind: "in_progress"; since: Date }
+  /** Nobody is working on it (released after an unknown outcome, or its holder's lease ran out). */
+  | { kind: "unfinished"; since: Date; record: IdempotencyRecord }
   /** No such key, not this client's, or past its lifetime: nothing is revealed. */
   | { kind: "unknown" };
 
@@ -41,9 +44,15 @@ export async function findOperation(
       : await records.findByKey(operation.idempotencyKey, operation.route, now);
   const theirs = record && record.apiClientId === operation.apiClientId && record.route === operation.route;
   if (!record || !theirs || isExpired(record, now)) return { kind: "unknown" };
-  return record.phase.name === "complete"
-    ? { kind: "complete", response: record.phase.response }
-    : { kind: "in_progress", since: record.createdAt };
+  switch (record.phase.name) {
+    case "complete":
+      return { kind: "complete", response: record.phase.response };
+    case "held":
+      return { kind: "in_progress", since: record.createdAt };
+    case "released":
+    case "lease_expired":
+      return { kind: "unfinished", since: record.createdAt, record };
+  }
 }
 
 /** Complete records of `route` answered 201 since `since` whose answer names no row of theirs in `table` (ids). */

@@ -62,6 +62,10 @@ const noted = (record: IdempotencyRecord, kind: NotedTransition, detail: string 
     attempt: record.attempt,
   });
 
+/** When a record completed now expires: the completion keeps a later expiry, or gives it the full lifetime. */
+export const expiryAfterCompletion = (record: IdempotencyRecord, now = Date.now()) =>
+  new Date(Math.max(record.expiresAt.getTime(), now + timing.ttlMs));
+
 /** When work under a hold must be done: a lease margin before the lease ends. */
 export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);
 

@@ -1,4 +1,4 @@
-import { addLogContext } from "~/server/observability/context";
+import { addLogContext, currentLogContext } from "~/server/observability/context";
 import { metrics, secondsSince } from "~/server/observability/metrics";
 import { log } from "~/server/observability/log";
 import { noteAnswer } from "./events";
@@ -96,8 +96,8 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   const { record } = claimed;
   addLogContext({ recordId: String(record.id) });
   if (claim.idempotencyKey === null) return keylessOutcome(record, work);
-  const outcome = await whileHeld(claim, record.createdAt, () => workUnderClaim(record, work));
-  if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, record.expiresAt);
+  const outcome = await whileHeld(claim, record, () => workUnderClaim(record, work));
+  if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, outcome.expiresAt);
   return outcome;
 }
 
@@ -177,13 +177,13 @@ async function answerExisting(
       await records.recordKeyReuse(existing, claim);
       return { kind: "key_reused" };
     case "replay":
-      return existing.phase.name === "complete" ? replayOf(existing.phase) : undefined;
+      return existing.phase.name === "complete" ? replayOf(existing, existing.phase) : undefined;
     case "in_progress":
-      return { kind: "in_progress", since: existing.createdAt };
+      return { kind: "in_progress", since: existing.createdAt, expiresAt: existing.expiresAt };
     case "take": {
       const taken = await records.take(existing, now, "retry");
       if (taken) return { kind: "claimed", record: taken };
-      return { kind: "in_progress", since: existing.createdAt };
+      return { kind: "in_progress", since: existing.createdAt, expiresAt: existing.expiresAt };
     }
   }
 }
@@ -208,9 +208,11 @@ export async function workUnderClaim(
     await records.release(record, "outcome unknown");
     return { kind: "unknown_outcome", requestId: record.id };
   }
+  // The answer names the request that produced it (a replay says so in Original-Request); the sweeper's, none.
+  const response = { ...result.response, requestId: currentLogContext()?.requestId ?? null };
   try {
-    const stored = await records.complete(record, result.response, result.writes, result.finishedBy ?? "request");
-    if (stored) return { kind: "fresh", response: result.response };
+    const stored = await records.complete(record, response, result.writes, result.finishedBy ?? "request");
+    if (stored) return { kind: "fresh", response, expiresAt: records.expiryAfterCompletion(record) };
   } catch (error) {
     await records.release(record, "error").catch(() => {});
     throw error;
@@ -237,12 +239,14 @@ async function withTimeToWork(record: IdempotencyRecord): Promise<IdempotencyRec
   return records.renew(record, now);
 }
 
-const replayOf = ({ response, finishedBy }: { response: StoredResponse; finishedBy: FinishedBy }) =>
-  ({ kind: "replay", response, finishedBy }) as const;
+const replayOf = (
+  record: IdempotencyRecord,
+  { response, finishedBy }: { response: StoredResponse; finishedBy: FinishedBy },
+) => ({ kind: "replay", response, finishedBy, expiresAt: record.expiresAt }) as const;
 
 /** Someone else moved the record: answer what it holds now. */
 async function currentAnswer(record: IdempotencyRecord): Promise<IdempotentOutcome> {
   const current = await records.findById(record.id);
-  if (current?.phase.name === "complete") return replayOf(current.phase);
-  return { kind: "in_progress", since: record.createdAt };
+  if (current?.phase.name === "complete") return replayOf(current, current.phase);
+  return { kind: "in_progress", since: record.createdAt, expiresAt: record.expiresAt };
 }

@@ -50,12 +50,12 @@ export type WorkResult =
 
 /** What a request under an idempotency key gets. */
 export type IdempotentOutcome =
-  /** This request did the work and stored its answer. */
-  | { kind: "fresh"; response: StoredResponse }
+  /** This request did the work and stored its answer; the key names this operation until `expiresAt`. */
+  | { kind: "fresh"; response: StoredResponse; expiresAt: Date }
   /** The stored answer of an earlier attempt; who finished it, when read from its record (not from memory). */
-  | { kind: "replay"; response: StoredResponse; finishedBy?: FinishedBy }
+  | { kind: "replay"; response: StoredResponse; expiresAt: Date; finishedBy?: FinishedBy }
   /** Another attempt holds the operation; `since` is when the operation started. */
-  | { kind: "in_progress"; since: Date | null }
+  | { kind: "in_progress"; since: Date | null; expiresAt?: Date }
   /** Another payload, or another client's key: nothing about it is revealed. */
   | { kind: "key_reused" }
   /** The work's outcome is unknown; the claim was released for the next attempt (or, keyless, for the sweeper). */

@@ -13,12 +13,13 @@
  */
 import { hostname } from "node:os";
 import { env } from "~/env";
-import type { Charge, LedgerMismatchKind } from "~/generated/prisma/client";
+import type { Charge, LedgerMismatchKind, Refund } from "~/generated/prisma/client";
 import { chargeCompletion } from "~/server/charges/chargeRows";
 import { db } from "~/server/db";
 import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { findRecord, finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
 import { withKeylessCount } from "~/server/operations/submitOperation";
+import { healLateCharge } from "./healLateCharge";
 import { reconcileRefunds } from "./reconcileRefunds";
 
 export type Finding = {
@@ -41,6 +42,8 @@ export type ReconciliationResult = {
   /** App charges of the window that the gateway's list of it did not show, and why that is in order. */
   unlisted: UnlistedAppCharges;
   repaired: number;
+  /** Late charges of written-off operations refunded by this run (healLateCharge.ts). */
+  healed: number;
   findings: Finding[];
 };
 
@@ -103,8 +106,14 @@ function compare(gatewayCharge: ListedGatewayCharge, appCharge: Charge): Finding
   };
 }
 
-/** A gateway charge the app has no row for: repaired when provable, else a finding. */
-async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "in_flight" | "in_order" | Finding> {
+/** A late charge given back (healLateCharge.ts): the finding it was, and the refund that healed it. */
+type Healed = { healed: Refund; finding: Finding };
+
+/** A gateway charge the app has no row for: repaired or healed when provable, else a finding. */
+async function settleOrphan(
+  charge: ListedGatewayCharge,
+  heal: boolean,
+): Promise<"repaired" | "in_flight" | "in_order" | Healed | Finding> {
   const record = await ownerOf(charge);
   const finding = (why: string, extra: Record<string, unknown> = {}): Finding => ({
     kind: "gateway_charge_without_app_charge",
@@ -132,9 +141,14 @@ async function settleOrphan(charge: ListedGatewayCharge): Promise<"repaired" | "
       // The page's app charges were read before this record: it may have completed with the charge since.
       const recorded = await db.charge.findUnique({ where: { gatewayIdempotencyKey: charge.idempotencyKey } });
       if (recorded) return compare(charge, recorded) ?? "in_order";
-      return finding("the record completed without this charge", {
-        record: { id: String(record.id), phase: record.phase },
-      });
+      const writtenOff = record.phase.finishedBy === "abandoned";
+      const found = finding(
+        writtenOff
+          ? "charged after the operation was answered 'no charge was made'"
+          : "the record completed without it",
+        { record: { id: String(record.id), phase: record.phase } },
+      );
+      return writtenOff && heal ? { healed: await healLateCharge(record, charge), finding: found } : found;
     }
     case "released":
     case "lease_expired": {
@@ -318,6 +332,34 @@ async function storeFindings(runId: number, findings: Finding[], inOrder: Set<st
   }
 }
 
+/** A healed late charge stays on the ledger as a mismatch the app itself closed, naming its refund. */
+async function storeHealed(runId: number, healed: Healed[]) {
+  const now = new Date();
+  for (const { healed: refund, finding: f } of healed) {
+    const closed = {
+      resolvedAt: now,
+      healedRefundId: refund.id,
+      resolutionNote: `Healed automatically: refunded in full (${refund.id}).`,
+    };
+    await db.ledgerMismatch.upsert({
+      where: { fingerprint: fingerprint(f) },
+      create: {
+        fingerprint: fingerprint(f),
+        kind: f.kind,
+        gatewayChargeId: f.gatewayChargeId,
+        chargeId: refund.chargeId,
+        requestId: f.requestId,
+        evidence: JSON.stringify(f.evidence, (_, v) => (typeof v === "bigint" ? String(v) : v)),
+        firstRunId: runId,
+        detectedAt: now,
+        lastSeenAt: now,
+        ...closed,
+      },
+      update: { lastSeenAt: now, ...closed },
+    });
+  }
+}
+
 /**
  * Reconciles [since, until): every gateway charge created in the window, and
  * every app charge created in it. Records the run and its findings.
@@ -325,9 +367,12 @@ async function storeFindings(runId: number, findings: Finding[], inOrder: Set<st
 export async function reconcileLedger({
   since,
   until = new Date(),
+  heal = env.HEAL_LATE_CHARGES,
 }: {
   since: Date;
   until?: Date;
+  /** Refund late charges of written-off operations (HEAL_LATE_CHARGES); false leaves them for a person. */
+  heal?: boolean;
 }): Promise<ReconciliationResult> {
   const run = await db.reconciliationRun.create({
     data: { instance: `${hostname()}:${process.pid}`, windowStart: since, windowEnd: until, startedAt: new Date() },
@@ -337,6 +382,7 @@ export async function reconcileLedger({
     const listed: ListedGatewayCharge[] = [];
     const inOrder = new Set<string>();
     let repaired = 0;
+    const healed: Healed[] = [];
     let cursor: string | undefined;
     do {
       const page = await gateway.listCharges({ since, until, cursor, limit: PAGE });
@@ -347,8 +393,9 @@ export async function reconcileLedger({
       const byKey = new Map(appCharges.map((c) => [c.gatewayIdempotencyKey, c]));
       for (const charge of page.charges) {
         const appCharge = byKey.get(charge.idempotencyKey);
-        const settled = appCharge ? compare(charge, appCharge) : await settleOrphan(charge);
+        const settled = appCharge ? compare(charge, appCharge) : await settleOrphan(charge, heal);
         if (settled === "repaired") repaired += 1;
+        else if (settled && typeof settled === "object" && "healed" in settled) healed.push(settled);
         else if (settled && settled !== "in_flight" && settled !== "in_order") findings.push(settled);
         else if (settled === null || settled === "in_order") {
           inOrder.add(fingerprint({ kind: "gateway_charge_without_app_charge", subject: charge.id }));
@@ -370,6 +417,7 @@ export async function reconcileLedger({
     for (const subject of refunds.inOrder) inOrder.add(fingerprint(subject));
     repaired += refunds.repaired;
     await storeFindings(run.id, findings, inOrder);
+    await storeHealed(run.id, healed);
     await db.reconciliationRun.update({
       where: { id: run.id },
       data: {
@@ -379,6 +427,7 @@ export async function reconcileLedger({
         gatewayRefunds: refunds.gatewayRefunds,
         appRefunds: refunds.appRefunds,
         repaired,
+        healed: healed.length,
         mismatches: findings.length,
       },
     });
@@ -391,6 +440,7 @@ export async function reconcileLedger({
       appRefunds: refunds.appRefunds,
       unlisted: app.unlisted,
       repaired,
+      healed: healed.length,
       findings,
     };
   } catch (error) {

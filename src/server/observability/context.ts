@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
 
 /**
  * What a log line says about the request it was written for: filled in as the
@@ -7,6 +8,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * Identifiers only: never an API key, a card token, a body or a secret.
  */
 export type LogContext = {
+  /** The Request-Id this server gave the request (answered in its Request-Id header). */
+  requestId?: string;
   method?: string;
   path?: string;
   apiClientId?: number;
@@ -17,6 +20,9 @@ export type LogContext = {
 };
 
 const storage = new AsyncLocalStorage<LogContext>();
+
+/** A new Request-Id: `req_` and 20 hex digits, as short as Stripe's and as unlikely to repeat. */
+export const newRequestId = () => `req_${randomBytes(10).toString("hex")}`;
 
 /** Runs `work` with a context of its own (one per request). */
 export function withLogContext<T>(context: LogContext, work: () => T): T {

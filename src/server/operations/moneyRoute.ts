@@ -5,11 +5,16 @@ import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAY_HEADERS } from "~/server/htt
 import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { withApiClient } from "~/server/http/withApiClient";
-import type { OperationState } from "~/server/idempotency";
+import { noteAnswered, type OperationState } from "~/server/idempotency";
+import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { currentLogContext } from "~/server/observability/context";
 import { metrics } from "~/server/observability/metrics";
 import type { MoneyOperation } from "./moneyOperation";
 import { outcomeLabel, type OperationOutcome } from "./outcome";
 import { findOperationOf, submitOperation } from "./submitOperation";
+
+/** When the key of an answer stops naming its operation (an HTTP-date); documented in the README and OpenAPI. */
+const KEY_EXPIRES_HEADER = "Idempotency-Key-Expires";
 
 const EXPECTED_ANSWERS = [
   ["fresh", "201"],
@@ -32,22 +37,29 @@ export function moneyRoute<Input>(operation: MoneyOperation<Input>) {
   for (const [outcome, status] of EXPECTED_ANSWERS) metrics.answers.labels(operation.route, outcome, status).inc(0);
 
   async function post(request: Request) {
+    const startedAt = performance.now();
     let outcome: OperationOutcome | undefined;
-    const response = await withApiClient(request, async (client) => {
-      const body = await readJsonBody(request, env.MAX_BODY_BYTES);
-      const waitSeconds = preferredWaitSeconds(request.headers.get("prefer"));
-      outcome = await submitOperation(operation, {
-        apiClientId: client.id,
-        body,
-        idempotencyKeyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
-        signal: request.signal,
-        waitSeconds,
-      });
-      return toResponse(outcome, waitSeconds);
-    });
-    const label = outcome ? outcomeLabel(outcome) : failureLabel(response.status);
-    metrics.answers.inc({ route: operation.route, outcome: label, status: String(response.status) });
-    return response;
+    const answered = (response: Response) => {
+      const label = outcome ? outcomeLabel(outcome) : failureLabel(response.status);
+      metrics.answers.inc({ route: operation.route, outcome: label, status: String(response.status) });
+      noteAnswer(request, response, { route: operation.route, label, startedAt });
+    };
+    return withApiClient(
+      request,
+      async (client) => {
+        const body = await readJsonBody(request, env.MAX_BODY_BYTES);
+        const waitSeconds = preferredWaitSeconds(request.headers.get("prefer"));
+        outcome = await submitOperation(operation, {
+          apiClientId: client.id,
+          body,
+          idempotencyKeyHeader: request.headers.get(IDEMPOTENCY_KEY_HEADER),
+          signal: request.signal,
+          waitSeconds,
+        });
+        return toResponse(outcome, waitSeconds, operation, request.headers.get(IDEMPOTENCY_KEY_HEADER));
+      },
+      answered,
+    );
   }
 
   /**
@@ -59,7 +71,7 @@ export function moneyRoute<Input>(operation: MoneyOperation<Input>) {
     return withApiClient(request, async (client) => {
       const handle = operationHandle(new URL(request.url).searchParams);
       if ("problem" in handle) return errorResponse("invalid_idempotency_key", { message: handle.problem });
-      return stateResponse(await findOperationOf(operation as MoneyOperation<unknown>, client.id, handle));
+      return stateResponse(await findOperationOf(operation, client.id, handle));
     });
   }
 
@@ -67,19 +79,49 @@ export function moneyRoute<Input>(operation: MoneyOperation<Input>) {
   return { GET: get, POST: post, PUT: others, PATCH: others, DELETE: others };
 }
 
+/**
+ * The answer's headers beyond the body: when its key expires (every keyed answer), Location for a 201, and for a
+ * replay the markers, the Request-Id of the request it replays, and the key it answered.
+ */
+function answerHeaders(
+  outcome: OperationOutcome & { kind: "response" | "in_progress" },
+  operation: { route: string },
+  keyHeader: string | null,
+) {
+  const headers: Record<string, string> = {};
+  if (outcome.expiresAt) headers[KEY_EXPIRES_HEADER] = outcome.expiresAt.toUTCString();
+  if (outcome.kind !== "response") return headers;
+  const { status, body, requestId } = outcome.response;
+  if (status === 201) {
+    const id = (JSON.parse(body) as { id?: unknown }).id;
+    if (typeof id === "string") headers.Location = `${operation.route.replace(/^POST /, "")}/${id}`;
+  }
+  if (outcome.replayed) {
+    Object.assign(headers, REPLAY_HEADERS);
+    if (requestId) headers["Original-Request"] = requestId;
+    if (keyHeader !== null) headers[IDEMPOTENCY_KEY_HEADER] = keyHeader.trim();
+  }
+  return headers;
+}
+
 // Statuses, Retry-After and Link come from the error registry (src/server/http/errorRegistry.ts).
-function toResponse(outcome: OperationOutcome, waitSeconds: number): Response {
+function toResponse(
+  outcome: OperationOutcome,
+  waitSeconds: number,
+  operation: { route: string },
+  keyHeader: string | null,
+): Response {
   const applied = outcome.kind !== "error" && outcome.waited ? preferenceApplied(waitSeconds) : {};
   switch (outcome.kind) {
     case "response":
       return jsonResponse(outcome.response.status, outcome.response.body, {
-        ...(outcome.replayed ? REPLAY_HEADERS : {}),
+        ...answerHeaders(outcome, operation, keyHeader),
         ...applied,
       });
     case "in_progress":
       return errorResponse("request_in_progress", {
         details: { age_seconds: ageSeconds(outcome.since) },
-        headers: applied,
+        headers: { ...answerHeaders(outcome, operation, keyHeader), ...applied },
       });
     case "error":
       return errorResponse(outcome.code, { message: outcome.message, details: outcome.details });
@@ -91,10 +133,36 @@ function stateResponse(operation: OperationState): Response {
     case "complete":
       return jsonResponse(operation.response.status, operation.response.body, REPLAY_HEADERS);
     case "in_progress":
+    case "unfinished":
       return errorResponse("request_in_progress", { details: { age_seconds: ageSeconds(operation.since) } });
     case "unknown":
       return errorResponse("not_found", { message: "No operation with this Idempotency-Key." });
   }
+}
+
+/** The attempt's answer on its key's timeline (events.ts), after the response is made. */
+function noteAnswer(
+  request: Request,
+  response: Response,
+  { route, label, startedAt }: { route: string; label: string; startedAt: number },
+) {
+  const context = currentLogContext();
+  const key = parseIdempotencyKeyHeader(request.headers.get(IDEMPOTENCY_KEY_HEADER));
+  if (context?.apiClientId === undefined || key.kind === "invalid") return; // no client, or no key to file it under
+  noteAnswered(
+    {
+      idempotencyKey: key.kind === "valid" ? key.key : null,
+      route,
+      apiClientId: context.apiClientId,
+      recordId: context.recordId ? BigInt(context.recordId) : null,
+    },
+    {
+      status: response.status,
+      code: label,
+      latencyMs: performance.now() - startedAt,
+      clientGone: request.signal.aborted,
+    },
+  );
 }
 
 /** Without an outcome the request failed before or around it. */

@@ -6,9 +6,10 @@ import type { StoredResponse } from "~/server/idempotency";
  * (moneyRoute.ts maps it once). Everything that is not a stored answer or a 409 is an error of the registry.
  */
 export type OperationOutcome =
-  | { kind: "response"; response: StoredResponse; replayed: boolean; waited?: boolean }
+  /** A stored answer: this request's own, or replayed. `expiresAt`: until when its key names this operation. */
+  | { kind: "response"; response: StoredResponse; replayed: boolean; waited?: boolean; expiresAt?: Date }
   /** Another attempt holds the operation, which started at `since`. */
-  | { kind: "in_progress"; since: Date | null; waited?: boolean }
+  | { kind: "in_progress"; since: Date | null; waited?: boolean; expiresAt?: Date }
   | { kind: "error"; code: ApiErrorCode; message?: string; details?: ErrorDetails };
 
 export const errorOutcome = (code: ApiErrorCode, extra: { message?: string; details?: ErrorDetails } = {}) =>

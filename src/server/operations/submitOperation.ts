@@ -2,11 +2,13 @@ import { env } from "~/env";
 import { addLogContext } from "~/server/observability/context";
 import {
   findOperation,
+  finishUnfinished,
   requestHash,
   runIdempotent,
   type Admission,
   type HeldClaim,
   type IdempotencyRecord,
+  type OperationState,
   type WorkResult,
 } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
@@ -114,11 +116,12 @@ async function claimAndWork<Input>(
   const { waited } = outcome;
   switch (outcome.kind) {
     case "fresh":
-      return { kind: "response", response: outcome.response, replayed: false, waited };
-    case "replay":
-      return { kind: "response", response: outcome.response, replayed: true, waited };
+    case "replay": {
+      const { response, expiresAt } = outcome;
+      return { kind: "response", response, replayed: outcome.kind === "replay", waited, expiresAt };
+    }
     case "in_progress":
-      return { kind: "in_progress", since: outcome.since, waited };
+      return { kind: "in_progress", since: outcome.since, waited, expiresAt: outcome.expiresAt };
     case "key_reused":
       return errorOutcome("idempotency_key_reused");
     case "refused":
@@ -149,12 +152,25 @@ async function operationExists<Input>(operation: MoneyOperation<Input>, apiClien
 
 /**
  * GET ?idempotency_key=K (or ?request_id=N, the handle of a keyless request whose outcome was unknown): the state
- * of the client's own operation on this route, without resending it.
+ * of the client's own operation on this route, without resending it. One that nobody is working on is settled
+ * here and now, as a retry would settle it: taken over under the fence and asked of the gateway under its derived
+ * key. Found made, it completes with the real answer; found not made, it is written off only once the sweeper
+ * would (idle for REAP_AFTER_MS): until then an attempt may still be on its way to the gateway.
  */
-export function findOperationOf(
-  operation: MoneyOperation<unknown>,
+export async function findOperationOf<Input>(
+  operation: MoneyOperation<Input>,
   apiClientId: number,
   handle: { idempotencyKey: string } | { requestId: bigint },
-) {
-  return findOperation({ ...handle, route: operation.route, apiClientId });
+): Promise<OperationState> {
+  const find = () => findOperation({ ...handle, route: operation.route, apiClientId });
+  const state = await find();
+  if (state.kind !== "unfinished") return state;
+  const idleMs = Date.now() - state.record.updatedAt.getTime();
+  await finishUnfinished(state.record, async (held) => {
+    const result = withKeylessCount(held.record, await operation.settle(held));
+    const tooSoon = result.kind === "complete" && result.finishedBy === "abandoned" && idleMs < env.REAP_AFTER_MS;
+    return tooSoon ? { kind: "unknown" } : result;
+  });
+  const settled = await find();
+  return settled.kind === "unfinished" ? { kind: "in_progress", since: settled.since } : settled;
 }

@@ -27,7 +27,7 @@ export type TimelineEntry = Omit<TimelineEvent, "apiClientId"> & {
 };
 
 export async function requestDetail(id: bigint) {
-  const row = await db.idempotentRequest.findUnique({ where: { id }, include: { charge: true } });
+  const row = await db.idempotentRequest.findUnique({ where: { id }, include: { charge: true, refund: true } });
   if (!row) throw new DomainError("not_found", `There is no request record ${id}: it never existed, or it expired.`);
   const now = new Date();
   const record = decodeRecord(row, now);
@@ -67,6 +67,9 @@ export async function requestDetail(id: bigint) {
     attempt: null,
     detail,
     instance: "not recorded",
+    apiRequestId:
+      kind === "completed" && record.phase.name === "complete" ? (record.phase.response.requestId ?? null) : null,
+    answer: null,
     otherClient: null,
     fromRecord: true,
   });
@@ -106,6 +109,15 @@ export async function requestDetail(id: bigint) {
         customerId: row.charge.customerId,
         gatewayChargeId: row.charge.gatewayChargeId,
         createdAt: row.charge.createdAt,
+      },
+      refund: row.refund && {
+        id: row.refund.id,
+        chargeId: row.refund.chargeId,
+        amountCents: row.refund.amountCents,
+        currency: row.refund.currency,
+        reason: row.refund.reason,
+        gatewayRefundId: row.refund.gatewayRefundId,
+        createdAt: row.refund.createdAt,
       },
     },
     timeline,

@@ -3,6 +3,7 @@ import { apiClientsRouter } from "./routers/apiClients";
 import { auditRouter } from "./routers/audit";
 import { customersRouter } from "./routers/customers";
 import { ledgerRouter } from "./routers/ledger";
+import { refundsRouter } from "./routers/refunds";
 import { requestsRouter } from "./routers/requests";
 import { rolloutRouter } from "./routers/rollout";
 import { staffRouter } from "./routers/staff";
@@ -14,6 +15,7 @@ export const appRouter = createTRPCRouter({
   apiClients: apiClientsRouter,
   audit: auditRouter,
   customers: customersRouter,
+  refunds: refundsRouter,
   requests: requestsRouter,
   rollout: rolloutRouter,
   staff: staffRouter,

@@ -8,6 +8,7 @@ import { parseAsInteger, useQueryState } from "nuqs";
 import { useState } from "react";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
+import { ChargeRefunds } from "./Refunds";
 import { formatCount, formatMoney } from "../../_components/format";
 import { Badge, PhaseBadge } from "../../_components/ui/Badge";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
@@ -265,6 +266,17 @@ export function ChargeDetail({ id }: { id: string }) {
               <code className="break-all">{c.gatewayIdempotencyKey}</code>
             </dd>
           </dl>
+          <ChargeRefunds
+            chargeId={c.id}
+            evidence={
+              c.possibleDuplicateOf && (
+                <p className="m-0">
+                  Evidence: <code>{c.possibleDuplicateOf.id}</code> charged the same customer the same amount{" "}
+                  <Time date={c.possibleDuplicateOf.createdAt} />.
+                </p>
+              )
+            }
+          />
         </>
       )}
     </QueryState>

@@ -16,6 +16,11 @@ const KIND_LABELS: Record<string, string> = {
   app_charge_without_gateway_charge: "App charge the gateway does not have",
   amount_or_currency_mismatch: "Amount or currency differs",
   several_gateway_charges_for_one_operation: "Several gateway charges for one operation",
+  gateway_refund_without_app_refund: "Gateway refund the app does not know",
+  app_refund_without_gateway_refund: "App refund the gateway does not have",
+  refund_amount_mismatch: "Refund amount differs",
+  several_gateway_refunds_for_one_operation: "Several gateway refunds for one operation",
+  refunds_exceed_charge: "Refunds exceed the charge, or do not add up",
 };
 
 export function Ledger() {
@@ -53,8 +58,9 @@ export function Ledger() {
                   )}
                 </p>
                 <p className="m-0 text-sm muted">
-                  Gateway charges {s.lastRun.gatewayCharges}, app charges {s.lastRun.appCharges}, repaired{" "}
-                  {s.lastRun.repaired}, mismatches {s.lastRun.mismatches}.
+                  Gateway charges {s.lastRun.gatewayCharges}, app charges {s.lastRun.appCharges}, gateway refunds{" "}
+                  {s.lastRun.gatewayRefunds}, app refunds {s.lastRun.appRefunds}, repaired {s.lastRun.repaired},{" "}
+                  <span data-testid="healed">healed {s.lastRun.healed}</span>, mismatches {s.lastRun.mismatches}.
                 </p>
               </>
             ) : (
@@ -90,7 +96,9 @@ export function Ledger() {
                 {items.map((m) => (
                   <li key={m.id} className="card space-y-1">
                     <p className="m-0 flex flex-wrap items-center gap-2">
-                      <Badge tone={m.resolvedAt ? "neutral" : "danger"}>{m.resolvedAt ? "resolved" : "open"}</Badge>
+                      <Badge tone={m.healedRefundId ? "ok" : m.resolvedAt ? "neutral" : "danger"}>
+                        {m.healedRefundId ? "healed" : m.resolvedAt ? "resolved" : "open"}
+                      </Badge>
                       <strong>{KIND_LABELS[m.kind] ?? m.kind}</strong> <Time date={m.detectedAt} />
                     </p>
                     <p className="m-0 text-sm">

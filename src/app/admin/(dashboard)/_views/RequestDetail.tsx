@@ -61,6 +61,16 @@ function describeEntry(e: Entry): {
             ? "The sweeper (or the ledger reconciliation) took the record over to finish it."
             : "A retry took the claim over.",
       };
+    case "answered": {
+      const status = e.answer?.status ?? 0;
+      const gone = e.answer?.clientGone ? " The client had already hung up." : "";
+      const took = e.answer?.latencyMs != null ? ` after ${e.answer.latencyMs} ms` : "";
+      return {
+        label: `Answered ${status}`,
+        tone: status >= 500 ? "danger" : status >= 400 ? "warning" : "ok",
+        text: `This attempt was answered ${status}${e.detail ? ` ${e.detail}` : ""}${took}.${gone}`,
+      };
+    }
     case "completed": {
       const [by, status] = (e.detail ?? "").split(" ");
       const how =
@@ -170,7 +180,7 @@ function Loaded({ d }: { d: Detail }) {
         </section>
       </div>
 
-      <section className="card" aria-label="Answer and charge">
+      <section className="card" aria-label="Answer and money">
         <h2 className="mb-2">The answer stored</h2>
         {r.responseBody ? (
           <>
@@ -218,8 +228,26 @@ function Loaded({ d }: { d: Detail }) {
               <code>{r.charge.gatewayChargeId}</code>
             </dd>
           </dl>
+        ) : r.refund ? (
+          <dl className="facts" data-testid="linked-refund">
+            <dt>Refund</dt>
+            <dd>
+              <code>{r.refund.id}</code> of charge{" "}
+              <Link href={`/admin/charges/${r.refund.chargeId}`} className="font-mono">
+                {r.refund.chargeId}
+              </Link>
+            </dd>
+            <dt>Amount</dt>
+            <dd>{formatMoney(r.refund.amountCents, r.refund.currency)}</dd>
+            <dt>Reason</dt>
+            <dd>{r.refund.reason ?? "none given"}</dd>
+            <dt>Gateway refund</dt>
+            <dd>
+              <code>{r.refund.gatewayRefundId}</code>
+            </dd>
+          </dl>
         ) : (
-          <p className="muted">No charge recorded for this request.</p>
+          <p className="muted">No money row recorded for this request.</p>
         )}
       </section>
 
@@ -234,12 +262,19 @@ function Loaded({ d }: { d: Detail }) {
                 key={e.id}
                 className="flex flex-wrap items-baseline gap-x-3 gap-y-1 border-l-2 border-slate-300 pl-3"
                 data-kind={e.kind}
+                data-status={e.answer?.status}
               >
                 <Badge tone={tone}>{label}</Badge>
                 <span className="min-w-0 flex-1">{text}</span>
                 <span className="text-sm muted">
                   <Time date={e.at} /> · {e.fromRecord ? "from the record (no event written)" : e.instance}
                   {e.attempt !== null && ` · attempt ${e.attempt}`}
+                  {e.apiRequestId && (
+                    <>
+                      {" · "}
+                      <code data-testid="request-id">{e.apiRequestId}</code>
+                    </>
+                  )}
                 </span>
               </li>
             );

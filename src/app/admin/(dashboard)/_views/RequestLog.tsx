@@ -90,7 +90,7 @@ export function RequestLog() {
   const filters = {
     phase: params.phase ?? undefined,
     status: params.status ?? undefined,
-    route: (params.route as "POST /api/charges" | null) ?? undefined,
+    route: params.route ?? undefined,
     apiClientId: params.client ?? undefined,
     customerId: params.customer?.trim() || undefined,
     since: params.since ?? undefined,

@@ -1,6 +1,7 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { errorResponse } from "~/server/http/apiError";
 import { refuseCrossSite } from "~/server/http/crossSite";
+import { withRequestId } from "~/server/http/handleApi";
 import { log } from "~/server/observability/log";
 import { appRouter } from "~/server/trpc/root";
 import { MAX_BATCH_SIZE, MAX_BODY_BYTES } from "~/server/trpc/limits";
@@ -30,7 +31,10 @@ async function withLimitedBody(req: Request): Promise<Request | Response> {
   return new Request(req.url, { method: req.method, headers: req.headers, body: Buffer.concat(chunks) });
 }
 
-async function handler(incoming: Request) {
+/** Every dashboard answer carries a Request-Id, as the API's do, and every log line of it names the id. */
+const handler = (incoming: Request) => withRequestId(incoming, () => answer(incoming));
+
+async function answer(incoming: Request) {
   // Mutations are POSTs; queries are GETs, and a cross-site page cannot read their answers.
   if (incoming.method !== "GET") {
     const refused = refuseCrossSite(incoming);

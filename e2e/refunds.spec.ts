@@ -1,0 +1,114 @@
+/**
+ * Support gives a double charge back, in Chromium: the refund dialog says what it will do, asks why, and a
+ * double click, a second tab showing the same charge and a retry all end in one refund at the gateway.
+ */
+import { randomUUID } from "node:crypto";
+import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import * as mariadb from "mariadb";
+
+const apiKey = process.env.TEST_API_KEY!;
+const auth = { Authorization: `Bearer ${apiKey}` };
+
+async function login(page: Page) {
+  await page.goto("/admin/login");
+  await page.getByLabel("E-mail").fill(process.env.TEST_SUPPORT_EMAIL!);
+  await page.getByLabel("Password").fill(process.env.TEST_SUPPORT_PASSWORD!);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("whoami")).toContainText("support");
+}
+
+/** A keyless charge, as a client without keys retries a timed-out purchase. */
+async function keylessCharge(request: APIRequestContext, customer: string) {
+  const res = await request.post("/api/charges", {
+    headers: auth,
+    data: { amount_cents: 2500, currency: "usd", card_token: "tok_visa", customer_id: customer },
+  });
+  expect(res.status()).toBe(201);
+  return (await res.json()) as { id: string; gateway_charge_id: string };
+}
+
+/** The refunds the simulated gateway made of a gateway charge: the money that really went back. */
+async function gatewayRefunds(gatewayChargeId: string): Promise<number> {
+  const conn = await mariadb.createConnection(process.env.TEST_GATEWAY_DATABASE_URL!.replace(/^mysql:/, "mariadb:"));
+  try {
+    const rows = (await conn.query("SELECT id FROM sim_refunds WHERE charge_ref = ?", [gatewayChargeId])) as unknown[];
+    return rows.length;
+  } finally {
+    await conn.end();
+  }
+}
+
+test("support refunds a keyless double charge once, despite a double click and a second tab", async ({
+  page,
+  browser,
+  request,
+}) => {
+  const customer = `cus_double_${randomUUID().slice(0, 8)}`;
+  await keylessCharge(request, customer);
+  const second = await keylessCharge(request, customer);
+
+  await login(page);
+  await page.goto(`/admin/charges/${second.id}`);
+  const refunds = page.getByTestId("refunds");
+  await expect(refunds).toContainText("No refund yet.");
+
+  // A second tab showing the same charge, as a colleague (or the same person) would have open.
+  const other = await browser.newPage({ storageState: await page.context().storageState() });
+  await other.goto(`/admin/charges/${second.id}`);
+  await expect(other.getByTestId("refund-button")).toBeVisible();
+
+  await refunds.getByTestId("refund-button").click();
+  const dialog = page.getByRole("dialog");
+  await expect(dialog).toContainText(`charge ${second.id}`);
+  await expect(dialog).toContainText("25.00 USD");
+  await expect(dialog.getByRole("button", { name: /^Refund/ })).toBeDisabled(); // a reason is required
+  await dialog.getByLabel("Reason (kept in the audit log)").fill("Charged twice: keyless retry 15 s apart");
+  await dialog.getByRole("button", { name: "Refund 25.00 USD" }).dblclick();
+  await expect(dialog).toBeHidden();
+  await expect(refunds.getByTestId("refund-list").locator("li")).toHaveCount(1);
+  await expect(refunds).toContainText("refunded");
+
+  // The other tab still shows the charge unrefunded: the same intention there is the same operation.
+  await other.getByTestId("refund-button").click();
+  const otherDialog = other.getByRole("dialog");
+  await otherDialog.getByLabel("Reason (kept in the audit log)").fill("Refunding the double charge");
+  await otherDialog.getByRole("button", { name: "Refund 25.00 USD" }).click();
+  await expect(otherDialog).toBeHidden();
+  await expect(other.getByTestId("refund-list").locator("li")).toHaveCount(1);
+
+  const shown = await (await request.get(`/api/charges/${second.id}`, { headers: auth })).json();
+  expect(shown.amount_refunded_cents).toBe(2500);
+  expect(shown.refunds).toHaveLength(1);
+  expect(await gatewayRefunds(second.gateway_charge_id)).toBe(1);
+  await other.close();
+});
+
+test("a partial refund, then the rest; the dialog refuses more than is left", async ({ page, request }) => {
+  const customer = `cus_partial_${randomUUID().slice(0, 8)}`;
+  const charged = await keylessCharge(request, customer);
+  await login(page);
+  await page.goto(`/admin/charges/${charged.id}`);
+  const refunds = page.getByTestId("refunds");
+
+  await refunds.getByTestId("refund-button").click();
+  let dialog = page.getByRole("dialog");
+  await dialog.getByLabel(/^Amount/).fill("30");
+  await dialog.getByLabel("Reason (kept in the audit log)").fill("Customer asked for part back");
+  await dialog.getByRole("button", { name: /^Refund/ }).click();
+  await expect(dialog.getByRole("alert")).toContainText("between 0.01 USD and 25.00 USD");
+  await dialog.getByLabel(/^Amount/).fill("10");
+  await dialog.getByLabel("Reason for the gateway").selectOption("requested_by_customer");
+  await dialog.getByRole("button", { name: "Refund 10.00 USD" }).click();
+  await expect(dialog).toBeHidden();
+  await expect(refunds).toContainText("partly refunded: 10.00 USD");
+
+  await refunds.getByTestId("refund-button").click();
+  dialog = page.getByRole("dialog");
+  await expect(dialog).toContainText("10.00 USD was refunded already");
+  await dialog.getByLabel("Reason (kept in the audit log)").fill("And the rest");
+  await dialog.getByRole("button", { name: "Refund 15.00 USD" }).click();
+  await expect(dialog).toBeHidden();
+  await expect(refunds.getByTestId("refund-list").locator("li")).toHaveCount(2);
+  await expect(refunds).toContainText("Nothing is left to refund.");
+  expect(await gatewayRefunds(charged.gateway_charge_id)).toBe(2);
+});
