@@ -11,6 +11,7 @@
  */
 import { db, queryRows } from "~/server/db";
 import { deriveGatewayKey, gateway, type ListedGatewayCharge, type ListedGatewayRefund } from "~/server/gateway";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import type { RefundObservation } from "./run";
 
@@ -25,11 +26,26 @@ async function allGatewayRefunds(since: Date, until: Date): Promise<ListedGatewa
   return refunds;
 }
 
+/**
+ * The routes a gateway refund's key may be derived on: a refund operation's, or the healing of a late charge
+ * (ledger/healLateCharge.ts), which refunds under the charge operation's key on a route of its own.
+ */
+const REFUND_KEY_ROUTES = [REFUNDS_ROUTE, `${CHARGES_ROUTE}#heal`];
+
+/** The route whose derived key the gateway refund's own metadata gives back, if any. */
+function routeOf(r: ListedGatewayRefund): string | null {
+  const { metadata } = r;
+  if (!metadata || !/^\d{1,19}$/.test(metadata.requestId)) return null;
+  const record = { apiClientId: Number(metadata.apiClientId), idempotencyKey: metadata.idempotencyKey };
+  const id = BigInt(metadata.requestId);
+  return REFUND_KEY_ROUTES.find((route) => deriveGatewayKey({ ...record, route, id }) === r.idempotencyKey) ?? null;
+}
+
 /** The operation a gateway refund belongs to, from what the app sent beside it. */
 const operationOf = (r: ListedGatewayRefund) =>
   r.metadata?.idempotencyKey
-    ? `${r.metadata.apiClientId}:${r.metadata.idempotencyKey}`
-    : `record:${r.metadata?.requestId ?? r.id}`;
+    ? `${routeOf(r)}:${r.metadata.apiClientId}:${r.metadata.idempotencyKey}`
+    : `record:${r.metadata?.requestId ?? r.id}:${routeOf(r)}`;
 
 export async function verifyRefunds(
   observations: RefundObservation[],
@@ -71,16 +87,7 @@ export async function verifyRefunds(
 
   // 1:1 by the derived key, which the gateway refund's own metadata must give back.
   for (const r of listed) {
-    const { metadata } = r;
-    const derived = metadata
-      ? deriveGatewayKey({
-          route: REFUNDS_ROUTE,
-          apiClientId: Number(metadata.apiClientId),
-          idempotencyKey: metadata.idempotencyKey,
-          id: BigInt(metadata.requestId),
-        })
-      : null;
-    if (derived !== r.idempotencyKey) violations.push(`gateway refund ${r.id}: its key is not its operation's`);
+    if (!routeOf(r)) violations.push(`gateway refund ${r.id}: its key is not its operation's`);
     const app = appByKey.get(r.idempotencyKey);
     if (!app) violations.push(`gateway refund ${r.id} (${r.amountCents} of ${r.chargeId}) has no app refund`);
     else if (
