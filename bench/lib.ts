@@ -8,12 +8,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import autocannon from "autocannon";
 import type { GatewayKind } from "~/gateway-sim/inspect";
-import { gatewayEnv, slotDatabase, slotPort } from "../scripts/lib/config";
+import { adminDatabaseUrl, gatewayEnv, slotDatabase, slotPort } from "../scripts/lib/config";
 import { createDatabase } from "../scripts/lib/mariadbServer";
 import { prepareDatabase } from "../scripts/lib/prepareDatabase";
 import { run, startApp, startGateway, startSweeper, type Service } from "../scripts/lib/processes";
-
-const DEFAULT_URL = "mysql://root@127.0.0.1:3306/charges";
 
 /** Where the benchmark stack listens (this TEST_SLOT's band); `floor` is bench/replay.ts's reference server. */
 export const BENCH_PORTS = {
@@ -46,7 +44,7 @@ export async function startBenchStack(
     sweeper = false,
   }: { baseline?: boolean; fresh?: boolean; appPorts?: number[]; gatewayPort?: number; sweeper?: boolean } = {},
 ) {
-  const base = new URL(process.env.DATABASE_URL ?? DEFAULT_URL);
+  const base = new URL(adminDatabaseUrl());
   base.pathname = `/${slotDatabase("charges_bench")}`;
   const databaseUrl = base.toString();
   base.pathname = `/${slotDatabase("charges_bench")}_gateway`;
@@ -57,6 +55,7 @@ export async function startBenchStack(
     DATABASE_URL: databaseUrl,
     ...gateway,
     SESSION_SECRET: randomBytes(32).toString("hex"),
+    TOTP_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
     DATABASE_POOL_SIZE: process.env.BENCH_POOL_SIZE ?? "10",
     ...extraEnv,
   };

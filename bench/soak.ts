@@ -19,13 +19,12 @@
  * memory, event-loop delay p99 (GET /api/diagnostics, which only
  * BENCHMARK_DIAGNOSTICS=1 turns on), pool use, and the answer latencies of the
  * window. At the end: the curves per 5 minutes, the trend (least-squares slope
- * per hour from minute --from on), a closing sweep and the ledger
- * reconciliation. Exits 1 when heap after GC grows more than 10 % or answer p99
- * more than 1.5x (median of the first samples from --from against the median
- * of the last ones, per instance: five each in a 30-minute run, three in a
- * 10-minute one), when the ledger does not add up, or
- * on any 500 internal_error or failed request. The samples are kept in
- * .data/soak-<time>.json.
+ * per hour from minute --from on, with its 95 % interval), a closing sweep and
+ * the ledger reconciliation. Exits 1 when, per instance, heap after GC or answer
+ * p99 shows significant growth (the slope's 95 % interval above zero) of more
+ * than 10 % or 1.5x over the judged minutes (bench/trend.ts), when the ledger
+ * does not add up, or on any 500 internal_error or failed request. The samples
+ * are kept in .data/soak-<time>.json.
  *
  *   npm run bench:soak -- --minutes 30 [--rate 20] [--from 5] [--no-build]
  */
@@ -38,6 +37,7 @@ import { slotsBetween } from "~/server/db/poolUsage";
 import type { DiagnosticsSample } from "~/server/observability/diagnostics";
 import { root } from "../scripts/lib/config";
 import { BENCH_PORTS, cpuMs, fmt, processTree, startBenchStack, table } from "./lib";
+import { judgeGrowth, leastSquares } from "./trend";
 
 const { values: args } = parseArgs({
   options: {
@@ -58,7 +58,7 @@ if (!(MINUTES > 0 && RATE > 0 && SAMPLE_MS >= 1000 && FROM_MINUTE >= 0 && FROM_M
   throw new Error("--minutes and --rate must be positive, --sample-seconds at least 1, --from below --minutes");
 }
 
-/** Thresholds of the verdict. */
+/** Thresholds of the verdict: the most growth over the judged minutes, when the growth is significant. */
 const HEAP_GROWTH_LIMIT = 1.1;
 const P99_GROWTH_LIMIT = 1.5;
 /** Samples whose median is compared at each end: a third of those from --from on, 3 to 5. */
@@ -493,21 +493,22 @@ async function sample(startedAt: number, previousAt: number) {
 
 // ---------------------------------------------------------------- trend and verdict
 
-/** Least-squares slope of `value` per hour. */
-function slopePerHour(points: { minute: number; value: number }[]) {
-  const n = points.length;
-  if (n < 2) return 0;
-  const mx = points.reduce((s, p) => s + p.minute, 0) / n;
-  const my = points.reduce((s, p) => s + p.value, 0) / n;
-  const sxx = points.reduce((s, p) => s + (p.minute - mx) ** 2, 0);
-  const sxy = points.reduce((s, p) => s + (p.minute - mx) * (p.value - my), 0);
-  return sxx === 0 ? 0 : (sxy / sxx) * 60;
-}
+/** What is judged, and the growth over the judged minutes beyond which significant growth fails the run. */
+const JUDGED: Partial<Record<string, number>> = {
+  "heap after GC MiB": HEAP_GROWTH_LIMIT,
+  "answer p99 ms": P99_GROWTH_LIMIT,
+};
 
+/**
+ * Per instance, every measure's least-squares trend from minute --from (with its slope's 95 % interval); heap
+ * after GC and answer p99 are judged on it (bench/trend.ts). The medians of like windows at each end are printed
+ * beside it, for reading, not for the verdict: three noisy windows at each end once made a 2x "growth".
+ */
 function verdict() {
   const failures: string[] = [];
   const trend: Record<string, string | number>[] = [];
   const comparison: Record<string, string | number>[] = [];
+  const judged: Record<string, string | number>[] = [];
   for (const i of apps.keys()) {
     const own = samples.filter((s) => s.app === i && s.minute >= FROM_MINUTE - 0.05);
     const k = likeWindows(own.length);
@@ -522,31 +523,35 @@ function verdict() {
       ["event-loop p99 ms", (s: Sample) => s.loopP99],
       ["CPU ms / answer", (s: Sample) => s.cpuMsPerAnswer],
     ] as const) {
-      const startValue = median(first.map(pick));
-      const endValue = median(last.map(pick));
-      const ratio = startValue > 0 ? endValue / startValue : 0;
-      const slope = slopePerHour(own.map((s) => ({ minute: s.minute, value: pick(s) })));
+      const points = own.map((s) => ({ minute: s.minute, value: pick(s) }));
+      const line = leastSquares(points);
+      const perHour = (perMinute: number) => fmt(perMinute * 60, 2);
       trend.push({
         app: i,
         metric,
-        "slope per hour": fmt(slope, 2),
+        "slope per hour": line ? perHour(line.slopePerMinute) : "",
+        "95 % interval": line ? `${perHour(line.slopeInterval[0])} to ${perHour(line.slopeInterval[1])}` : "",
         mean: fmt(own.reduce((n, s) => n + pick(s), 0) / Math.max(1, own.length)),
       });
+      const startValue = median(first.map(pick));
+      const endValue = median(last.map(pick));
       comparison.push({
         app: i,
         metric,
         [`median, first ${k} from min ${fmt(FROM_MINUTE)}`]: fmt(startValue),
         [`median, last ${k}`]: fmt(endValue),
-        "end / start": fmt(ratio, 3),
+        "end / start": startValue > 0 ? fmt(endValue / startValue, 3) : "",
       });
-      if (metric === "heap after GC MiB" && ratio > HEAP_GROWTH_LIMIT)
-        failures.push(`app ${i}: heap after GC grew ${fmt(ratio, 3)}x (limit ${HEAP_GROWTH_LIMIT})`);
-      if (metric === "answer p99 ms" && ratio > P99_GROWTH_LIMIT)
-        failures.push(`app ${i}: answer p99 grew ${fmt(ratio, 3)}x (limit ${P99_GROWTH_LIMIT})`);
+      const limit = JUDGED[metric];
+      if (limit === undefined) continue;
+      const growth = judgeGrowth(points, limit);
+      judged.push({ app: i, metric, verdict: growth.fails ? "FAIL" : "ok", growth: growth.text });
+      if (growth.fails) failures.push(`app ${i}: ${metric} ${growth.text}`);
     }
   }
-  table(`Trend from minute ${fmt(FROM_MINUTE)} (least squares over every sample)`, trend);
-  table("Start against end (like windows: medians, so one noisy sample does not decide)", comparison);
+  table(`Trend from minute ${fmt(FROM_MINUTE)} (least squares over every sample; slope's 95 % interval)`, trend);
+  table("Start against end (medians of like windows; for reading, not the verdict)", comparison);
+  table("Verdict: fails on significant growth (slope's interval above 0) beyond the limit", judged);
   return failures;
 }
 
@@ -704,5 +709,5 @@ if (failures.length) {
   console.error(`\nFAILED:\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log("\nsoak passed: heap after GC and p99 flat, ledger adds up");
+console.log("\nsoak passed: no significant growth of heap after GC or p99 beyond the limits, ledger adds up");
 process.exit(0);

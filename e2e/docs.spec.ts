@@ -23,8 +23,14 @@ test("/docs renders the API reference with every error code and what to do, load
   });
 
   await page.goto("/docs");
-  await expect(page.getByRole("heading", { name: "Create a charge" })).toBeVisible();
-  await expect(page.getByRole("heading", { name: "Settle an operation by its Idempotency-Key" })).toBeVisible();
+  for (const [noun, create] of [
+    ["charge", "Create a charge"],
+    ["refund", "Refund a charge"],
+  ]) {
+    await expect(page.getByRole("heading", { name: create })).toBeVisible();
+    await expect(page.getByRole("heading", { name: `Settle a ${noun} by its Idempotency-Key` })).toBeVisible();
+    await expect(page.getByRole("heading", { name: `Retrieve one of your ${noun}s` })).toBeVisible();
+  }
   for (const code of documented) {
     const entry = page.locator(`[id="section/Errors/${code}"]`);
     await expect(entry, code).toHaveCount(1);

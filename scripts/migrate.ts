@@ -1,19 +1,18 @@
 /**
  * `npm run db:migrate`: for a real server. Applies the migrations as the admin
- * user (DATABASE_ADMIN_URL, else DATABASE_URL) and, when DATABASE_APP_USER is
+ * user, on the database `npm start` uses (DATABASE_ADMIN_URL, else DATABASE_URL) and, when DATABASE_APP_USER is
  * set (`name` or `name@host`), gives that existing user exactly the app's
  * grants on the database (scripts/lib/appUser.ts). Run it after every deploy
  * that brings migrations.
  */
 import * as mariadb from "mariadb";
-import { loadDotEnv } from "./lib/config";
+import { adminDatabaseUrl, loadDotEnv } from "./lib/config";
 import { grantAppPrivileges } from "./lib/appUser";
 import { connectionOptions, databaseName } from "./lib/mariadbServer";
 import { applyMigrations } from "./lib/migrate";
 
 loadDotEnv();
-const adminUrl = process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL;
-if (!adminUrl) throw new Error("Set DATABASE_ADMIN_URL (a user that may create tables and grant privileges)");
+const adminUrl = adminDatabaseUrl();
 
 const applied = await applyMigrations(adminUrl);
 console.log(applied.length > 0 ? `applied: ${applied.join(", ")}` : "no migration to apply");

@@ -2,13 +2,13 @@
  * `npm run reconcile -- --since <time> [--until <time>]`: compares the gateway's
  * charges with the app's over the window, repairs what it can prove, stores and
  * prints the rest; exits 1 when anything is left. A time is an ISO date
- * (2026-12-03T10:00:00Z) or an age (90m, 6h, 2d). Uses DATABASE_URL and
- * GATEWAY_URL like the app.
+ * (2026-12-03T10:00:00Z) or an age (90m, 6h, 2d). Works on the database `npm start`
+ * uses (DATABASE_ADMIN_URL, else DATABASE_URL) and the gateway of GATEWAY_URL, like the app.
  */
 import { parseArgs } from "node:util";
-import { loadDotEnv } from "./lib/config";
+import { pointAtStartDatabase } from "./lib/config";
 
-loadDotEnv();
+pointAtStartDatabase();
 const { values } = parseArgs({ options: { since: { type: "string" }, until: { type: "string" } } });
 
 function parseTime(value: string, name: string): Date {

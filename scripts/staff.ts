@@ -1,6 +1,7 @@
 /**
  * `npm run staff -- <command>`: dashboard staff from the command line, e.g. the
- * first engineer of a new installation. Audited with the actor `cli:<user>`.
+ * first engineer of a new installation. Audited with the actor `cli:<os user>@<host>`,
+ * or `cli:<name>` with `--actor <name>`.
  */
 import { positiveInt, required, runCli, UsageError } from "./lib/cli";
 
@@ -9,7 +10,8 @@ const USAGE = `usage: npm run staff -- <command>
   create --email <e-mail> --name <name> --role support|engineer   prints a first password (or pass --password-stdin)
   disable <user id>                                               ends their sessions
   enable <user id>
-  reset-2fa <user id>                                             for a lost authenticator`;
+  reset-2fa <user id>                                             for a lost authenticator
+every command: --actor <name>   who is acting, for the audit log (default: the OS user @ this host)`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -34,10 +36,9 @@ await runCli(USAGE, options, {
       console.log(`#${u.id} ${u.email} ${u.name} ${u.role} 2fa:${u.twoFactor ? "on" : "off"} ${status}`);
     }
   },
-  async create(values) {
+  async create(values, _positionals, audit) {
     const { createStaff } = await import("~/server/staff/manage");
     const { MIN_PASSWORD_LENGTH } = await import("~/server/auth/password");
-    const { cliContext } = await import("~/server/audit/audit");
     const role = required(values, "role");
     if (role !== "support" && role !== "engineer") throw new UsageError("--role must be support or engineer");
     const password = values["password-stdin"] ? await readStdin() : undefined;
@@ -45,27 +46,24 @@ await runCli(USAGE, options, {
       throw new UsageError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
     }
     const input = { email: required(values, "email"), name: required(values, "name"), role, password } as const;
-    const { user, password: first } = await createStaff(input, cliContext());
+    const { user, password: first } = await createStaff(input, audit);
     console.log(
       `staff #${user.id} ${user.email} (${user.role})${password ? "" : `\nfirst password (shown once): ${first}`}`,
     );
   },
-  async disable(_values, [id]) {
+  async disable(_values, [id], audit) {
     const { setDisabled } = await import("~/server/staff/manage");
-    const { cliContext } = await import("~/server/audit/audit");
-    const { ended } = await setDisabled(positiveInt(id, "the user id"), true, cliContext());
+    const { ended } = await setDisabled(positiveInt(id, "the user id"), true, audit);
     console.log(`disabled; ${ended} session(s) ended`);
   },
-  async enable(_values, [id]) {
+  async enable(_values, [id], audit) {
     const { setDisabled } = await import("~/server/staff/manage");
-    const { cliContext } = await import("~/server/audit/audit");
-    await setDisabled(positiveInt(id, "the user id"), false, cliContext());
+    await setDisabled(positiveInt(id, "the user id"), false, audit);
     console.log("enabled");
   },
-  async "reset-2fa"(_values, [id]) {
+  async "reset-2fa"(_values, [id], audit) {
     const { resetTwoFactor } = await import("~/server/staff/manage");
-    const { cliContext } = await import("~/server/audit/audit");
-    const { ended } = await resetTwoFactor(positiveInt(id, "the user id"), cliContext());
+    const { ended } = await resetTwoFactor(positiveInt(id, "the user id"), audit);
     console.log(`two-factor reset; ${ended} session(s) ended`);
   },
 });

@@ -1,18 +1,18 @@
 /**
- * `npm test`: every test, in two tiers. First the unit tier (test/unit: no
- * database, no server; also `npm run test:unit`). Then, against real services,
- * with its own databases (charges_test, charges_test_gateway) dropped and
- * re-created: the production build is made, the simulated gateway and the app
- * are started, and the integration tests (test/*.test.ts, node:test), a short
- * randomized fault run (scripts/faults.ts) and the browser tests (Playwright)
- * run. It ends with a reconciliation of the whole run's ledger.
+ * `npm test`: every test (scripts/lib/suite/runSuite.ts): typecheck, lint and the unit tier, one production
+ * build, then the integration work in lanes side by side, each in a TEST_SLOT of its own (TEST_LANE_SLOTS,
+ * TEST_LANES at once): the node:test files through each gateway, a 100 s fault run through each gateway, the
+ * Galera cluster test and the browser tests. Logs in .data/test-lanes/, one summary line at the end.
  *
- *   npm test                 everything
+ * With arguments, one stack in this TEST_SLOT (its databases charges_test, charges_test_gateway dropped and
+ * re-created; the build made unless --no-build; the simulated gateway and the app started), the chosen tests,
+ * and a reconciliation of the run's ledger at the end:
  *   npm test -- test/sweep   only the node:test files whose path contains "test/sweep"
+ *   npm test -- node         every node:test integration file (not the unit tier)
  *   npm test -- e2e          only the browser tests (e2e/x.spec.ts[:line]: one file, or one test)
  *   npm test -- faults       only the fault run
- *   npm test -- --no-build   reuse the last production build (while iterating on tests)
- *   GATEWAY=stripe npm test  through the Stripe adapter: all but what never reaches the gateway (GATEWAY_AGNOSTIC)
+ *   npm test -- --no-build   the whole suite, reusing the last production build (while iterating on tests)
+ *   GATEWAY=stripe npm test -- node   through the Stripe adapter: all but what never reaches the gateway
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -21,19 +21,27 @@ import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
 import { bin, run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
+import { FAULT_RUN_SECONDS } from "./lib/suite/lanes";
+import { warmUpDashboard } from "./lib/warmUp";
 
 loadDotEnv();
 const config = testConfig();
 const args = process.argv.slice(2);
 const build = !args.includes("--no-build");
 const filters = args.filter((a) => a !== "--no-build");
-const nodeFilters = filters.filter((f) => !f.startsWith("e2e") && f !== "faults");
-const runNodeTests = filters.length === 0 || nodeFilters.length > 0;
-const runFaults = filters.length === 0 || filters.includes("faults");
+if (filters.length === 0) {
+  const { runSuite } = await import("./lib/suite/runSuite");
+  process.exit(await runSuite({ build }));
+}
+/** `node`: every node:test integration file (one of the suite's lanes); another word: the files containing it. */
+const allNodeTests = filters.includes("node");
+const nodeFilters = filters.filter((f) => !f.startsWith("e2e") && f !== "faults" && f !== "node");
+const runNodeTests = allNodeTests || nodeFilters.length > 0;
+const runFaults = filters.includes("faults");
 /**
  * What never reaches the gateway: staff sign-in, sessions, two-factor, boot checks, HTTP hardening and the
- * browser tests of the dashboard. A GATEWAY=stripe pass leaves them to the default pass (CI runs both) unless
- * they are asked for by name (`GATEWAY=stripe npm test -- e2e`).
+ * browser tests of the dashboard. A GATEWAY=stripe pass leaves them to the default pass (the suite runs both)
+ * unless they are asked for by name (`GATEWAY=stripe npm test -- e2e`).
  */
 const GATEWAY_AGNOSTIC = [
   "test/login.test.ts",
@@ -43,9 +51,7 @@ const GATEWAY_AGNOSTIC = [
   "test/httpHardening.test.ts",
 ];
 const stripePass = process.env.GATEWAY === "stripe";
-const runBrowserTests = filters.some((f) => f.startsWith("e2e")) || (filters.length === 0 && !stripePass);
-/** The short fault run of every `npm test` (`npm run test:faults -- --duration 900` runs long). */
-const FAULT_RUN_SECONDS = "100";
+const runBrowserTests = filters.some((f) => f.startsWith("e2e"));
 
 const testFiles = (dir: string) =>
   readdirSync(path.join(root, dir))
@@ -53,9 +59,9 @@ const testFiles = (dir: string) =>
     .map((f) => `${dir}/${f}`)
     .filter((f) => nodeFilters.length === 0 || nodeFilters.some((filter) => f.includes(filter)));
 
-// The unit tier first: seconds, no services, and it fails fast.
-const unitFiles = testFiles("test/unit");
-if (runNodeTests && unitFiles.length > 0) await run(process.execPath, ["--import", "tsx", "--test", ...unitFiles]);
+// Unit files named by a filter first: seconds, no services, and they fail fast.
+const unitFiles = nodeFilters.length > 0 ? testFiles("test/unit") : [];
+if (unitFiles.length > 0) await run(process.execPath, ["--import", "tsx", "--test", ...unitFiles]);
 
 const privateDb = await prepareDatabase(config.databaseUrl, { fresh: true });
 await createDatabase(config.gatewayDatabaseUrl, { dropFirst: true });
@@ -75,6 +81,8 @@ if (build) await run("next", ["build"], { ...config.env, NODE_ENV: "production" 
 
 const testEnv = {
   ...config.env,
+  // The CLIs a test runs resolve the database as `npm start` does, admin URL first: this run's, not .env's.
+  DATABASE_ADMIN_URL: config.databaseUrl,
   TEST_APP_URL: `http://127.0.0.1:${config.appPort}`,
   TEST_APP_PORT: String(config.appPort),
   TEST_GATEWAY_DATABASE_URL: config.gatewayDatabaseUrl,
@@ -141,6 +149,10 @@ try {
   if (runBrowserTests) {
     // `e2e/dashboard.spec.ts` or `e2e/dashboard.spec.ts:120` (a file, or the test at that line) go to Playwright.
     const specs = filters.filter((f) => f.startsWith("e2e/"));
+    await warmUpDashboard(testEnv.TEST_APP_URL, {
+      email: testEnv.TEST_ENGINEER_EMAIL,
+      password: testEnv.TEST_ENGINEER_PASSWORD,
+    });
     await run("playwright", ["test", ...specs], testEnv).catch((e) => failures.push(String(e)));
   }
   // Whatever the tests did, the ledger must add up: finish what is left, then reconcile the whole run.

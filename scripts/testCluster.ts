@@ -23,6 +23,7 @@ if (!process.argv.includes("--no-build")) {
   await run("next", ["build"], {
     NODE_ENV: "production",
     SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+    TOTP_ENCRYPTION_KEY: process.env.TOTP_ENCRYPTION_KEY ?? randomBytes(32).toString("hex"),
   });
 }
 

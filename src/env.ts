@@ -1,10 +1,6 @@
 import { z } from "zod";
-import { sessionSecretProblem } from "~/server/auth/sessionSecret";
+import { sessionSecretProblem } from "~/lib/sessionSecret";
 
-const flag = z
-  .enum(["true", "false"])
-  .default("false")
-  .transform((v) => v === "true");
 import { parseMysqlUrl } from "~/lib/mysqlUrl";
 
 const parses = (url: string) => {
@@ -86,7 +82,7 @@ const schema = z
       .default(24),
     /** Largest accepted request body, in bytes. */
     MAX_BODY_BYTES: z.coerce.number().int().min(256).default(16_384),
-    /** How long a running process trusts an API key it has looked up; a rotated key works this long after. */
+    /** The longest a process trusts an API key it looked up (revocations reach every process within 1 s). */
     API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(1_000).max(300_000).default(30_000),
     /** Keyless traffic must be zero for this long before enforcing is called safe. */
     SAFE_TO_ENFORCE_HOURS: z.coerce.number().int().min(1).default(24),
@@ -120,11 +116,22 @@ const schema = z
       .min(1)
       .max(7 * 24)
       .default(8),
-    /** Engineers must sign in with a TOTP code to use engineer-only actions. */
-    STAFF_REQUIRE_2FA: flag,
     /**
-     * Reverse proxies in front of the app that append the client's address to X-Forwarded-For. With 0 the
-     * address is Next.js's (the socket's, unless the client sent the header itself): see README, Security.
+     * Engineers must sign in with a TOTP code to use engineer-only actions. Unset: required with
+     * NODE_ENV=production, not otherwise; `false` switches it off (the server says so at start-up).
+     */
+    STAFF_REQUIRE_2FA: z.enum(["true", "false"]).optional(),
+    /**
+     * Encrypts TOTP secrets at rest (AES-256-GCM; 64 hex characters). Optional here because the sweeper and
+     * the command-line tools do not use it; the web server refuses to start without one (src/server/boot.ts).
+     */
+    TOTP_ENCRYPTION_KEY: z
+      .string()
+      .optional()
+      .transform((v) => v || undefined),
+    /**
+     * Reverse proxies in front of the app that append the client's address to X-Forwarded-For: the address
+     * is the entry that many places from the right. With 0 it is the TCP peer's (src/server/http/requestInfo.ts).
      */
     TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
     /** Bearer token that GET /api/metrics (Prometheus) requires; unset: the endpoint answers 404. */
@@ -142,6 +149,21 @@ const schema = z
       .enum(["0", "1", "floor"])
       .default("0")
       .transform((v) => (v === "0" ? false : v === "1" ? ("off" as const) : ("floor" as const))),
+    /**
+     * Benchmarks only (bench/peers.ts): POST /api/charges behind another idempotency layer instead of this
+     * project's: @node-idempotency/core with its Redis or in-memory storage (src/server/charges/benchmarkPeers.ts).
+     */
+    BENCHMARK_PEER: z.enum(["node-idempotency-redis", "node-idempotency-memory"]).optional(),
+    /** BENCHMARK_PEER=node-idempotency-redis: where its Redis is. */
+    BENCHMARK_PEER_REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+    /**
+     * Benchmarks only (bench/peers.ts): the process SIGKILLs itself as soon as the gateway answers a charge for a
+     * customer whose id starts with cus_die_, between the gateway call and saving its outcome.
+     */
+    BENCHMARK_DIE_AFTER_GATEWAY: z
+      .enum(["0", "1"])
+      .default("0")
+      .transform((v) => v === "1"),
     /**
      * Benchmarks only (bench/soak.ts): GET /api/diagnostics forces a full garbage collection and answers this
      * process's memory and event-loop delay. Off: 404.
@@ -163,10 +185,23 @@ const schema = z
     path: ["BENCHMARK_DIAGNOSTICS"],
     message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
+  .refine((env) => !env.BENCHMARK_PEER || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["BENCHMARK_PEER"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
+  })
+  .refine((env) => !env.BENCHMARK_DIE_AFTER_GATEWAY || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["BENCHMARK_DIE_AFTER_GATEWAY"],
+    message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
+  })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
     path: ["STRIPE_SECRET_KEY"],
     message: "is required when GATEWAY=stripe",
-  });
+  })
+  .transform((env) => ({
+    ...env,
+    STAFF_REQUIRE_2FA:
+      env.STAFF_REQUIRE_2FA === undefined ? env.NODE_ENV === "production" : env.STAFF_REQUIRE_2FA === "true",
+  }));
 
 export type Env = z.infer<typeof schema>;
 

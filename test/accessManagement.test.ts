@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 import { randomUUID } from "node:crypto";
+import { hostname, userInfo } from "node:os";
 import { after, describe, test } from "node:test";
 import { chargeBody, closeConnections, db, postCharge, uniqueKey } from "./helpers";
 import { createStaffAccount, signedIn } from "./staffHttp";
@@ -118,6 +119,18 @@ describe("staff", () => {
     assert.equal((await browser.query("staff.list")).status, 200);
     const again = await cli("staff", ["create", "--email", email, "--name", "Again", "--role", "engineer"]);
     assert.equal(again.status, 1);
+  });
+
+  test("a CLI action is audited under the person who ran it: --actor, or the OS user at this host", async () => {
+    const createdBy = async (extra: string[]) => {
+      const email = `cli-${randomUUID().slice(0, 8)}@example.com`;
+      const created = await cli("staff", ["create", "--email", email, "--name", "CLI", "--role", "support", ...extra]);
+      assert.equal(created.status, 0, created.err);
+      const where = { action: "staff.created", details: { contains: email } };
+      return (await db.auditEvent.findFirstOrThrow({ where })).actorLabel;
+    };
+    assert.equal(await createdBy([]), `cli:${userInfo().username}@${hostname()}`);
+    assert.equal(await createdBy(["--actor", "alice@example.com"]), "cli:alice@example.com");
   });
 
   test("an engineer adds a staff member (first password shown once) and cannot disable themselves", async () => {

@@ -1,8 +1,9 @@
 /**
- * API keys are looked up once and then trusted for API_KEY_CACHE_TTL_MS, so a
- * key revoked (or whose grace period ended) in another process stops working
- * once that has passed, and a new key works at once. The app instance here is
- * not the process that changes the keys, as with several instances in production.
+ * API keys are looked up once and then trusted for API_KEY_CACHE_TTL_MS (at
+ * most; a revocation or rotation empties the caches at once), so a key whose
+ * grace period ended stops working, and a new key works at once. The app
+ * instance here is not the process that changes the keys, as with several
+ * instances in production.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -28,13 +29,12 @@ const tryKey = (apiKey: string) =>
   postCharge({ apiKey, baseUrl: BASE_URL, key: uniqueKey("auth"), body: { amount_cents: -1 } }).then((r) => r.status);
 const pastTtl = () => new Promise((r) => setTimeout(r, TTL_MS + 200));
 
-test("a key rotated without grace works for the cache lifetime, then gets 401; the new key at once", async () => {
+test("a key rotated without grace gets 401 (test/keyRevocation.test.ts: within 1 s); the new key at once", async () => {
   const { id, apiKey: oldKey } = await newApiClient("rotation");
   assert.equal(await tryKey(oldKey), 400);
 
   const { apiKey: newKey } = await rotateKey(id, 0, cliContext("test"));
   assert.equal(await tryKey(newKey), 400, "a new key is looked up, never refused from a cache");
-  assert.equal(await tryKey(oldKey), 400, "still trusted from the cache");
 
   await pastTtl();
   assert.equal(await tryKey(oldKey), 401, "looked up again after the lifetime: expired");

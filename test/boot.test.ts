@@ -9,11 +9,16 @@ import { describe, test } from "node:test";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 5;
 
-/** Starts the production build with this secret; its exit code and output, and whether the port ever answered. */
-async function boot(secret: string | undefined) {
+/**
+ * Starts the production build with these variables (undefined: unset); its exit code and output, and whether
+ * the port ever answered. With `until`, the server is stopped once it answered and its output matched.
+ */
+async function start(vars: Record<string, string | undefined>, until?: RegExp) {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: process.env.TEST_APP_DATABASE_URL };
-  delete env.SESSION_SECRET;
-  if (secret !== undefined) env.SESSION_SECRET = secret;
+  for (const [name, value] of Object.entries(vars)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
   const child = spawn("node_modules/.bin/next", ["start", "-p", String(PORT), "-H", "127.0.0.1"], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -25,16 +30,21 @@ async function boot(secret: string | undefined) {
   let answered = false;
   const deadline = Date.now() + 60_000;
   let code: number | null | undefined;
-  while (code === undefined && Date.now() < deadline) {
+  while (code === undefined && Date.now() < deadline && !(until && answered && until.test(output))) {
     answered ||= await fetch(`http://127.0.0.1:${PORT}/api/health`, { signal: AbortSignal.timeout(500) }).then(
       () => true,
       () => false,
     );
     code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 100))]);
   }
-  if (code === undefined) child.kill("SIGKILL");
+  if (code === undefined) {
+    child.kill("SIGKILL");
+    await exited;
+  }
   return { code, output, answered };
 }
+
+const boot = (secret: string | undefined) => start({ SESSION_SECRET: secret });
 
 describe("SESSION_SECRET at boot", () => {
   for (const [what, secret, message] of [
@@ -54,5 +64,31 @@ describe("SESSION_SECRET at boot", () => {
 
   test(".env.example leaves the secret empty (npm start generates one)", () => {
     assert.match(readFileSync(".env.example", "utf8"), /^SESSION_SECRET=$/m);
+  });
+});
+
+describe("TOTP_ENCRYPTION_KEY and two-factor sign-in at boot", () => {
+  for (const [what, key, message] of [
+    ["no key", undefined, /is not set/],
+    ["a key that is not 32 bytes of hex", "0123456789abcdef", /64 hex characters/],
+  ] as const) {
+    test(`${what}: next start exits without serving`, async () => {
+      const result = await start({ TOTP_ENCRYPTION_KEY: key });
+      assert.equal(result.code, 1, result.output);
+      assert.match(result.output, /Refusing to start: TOTP_ENCRYPTION_KEY/);
+      assert.match(result.output, message);
+      assert.equal(result.answered, false);
+    });
+  }
+
+  test("NODE_ENV=production: required for engineers unless switched off; the start-up output says so", async () => {
+    const byDefault = await start({ NODE_ENV: "production", STAFF_REQUIRE_2FA: undefined }, /Two-factor/);
+    assert.match(byDefault.output, /Two-factor sign-in: required for engineers \(STAFF_REQUIRE_2FA=unset\)/);
+    const off = await start({ NODE_ENV: "production", STAFF_REQUIRE_2FA: "false" }, /two-factor/);
+    assert.match(off.output, /WARNING: two-factor sign-in is NOT required for engineers/);
+  });
+
+  test(".env.example names the key without a value", () => {
+    assert.match(readFileSync(".env.example", "utf8"), /^TOTP_ENCRYPTION_KEY=$/m);
   });
 });

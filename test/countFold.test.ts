@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { atomically, execute } from "~/server/db";
 import { countKeylessRequest, hourBucket, keylessCountStatement } from "~/server/rollout/counters";
 import { foldClosedHours } from "~/server/rollout/foldCounts";
@@ -16,6 +17,7 @@ import { runSweep } from "~/server/sweep/runSweep";
 import { closeConnections, db, newApiClient } from "./helpers";
 
 const HOUR = 3_600_000;
+const ROUTE = CHARGES_ROUTE;
 
 after(closeConnections);
 
@@ -135,7 +137,7 @@ describe("folding closed hours", () => {
     await add(client.id, earlier, 3, { keyed: 2, keyless: 1 });
     await foldClosedHours({ now });
     // The sweeper completes a keyless record that a crash left: counted in the hour its request came in.
-    await countKeylessRequest(client.id, { at: earlier });
+    await countKeylessRequest(client.id, ROUTE, { at: earlier });
     const day = async () =>
       (await keylessSeries("day", [client.id], now)).clients[0]!.points.find((p) => p.keyless > 0)!;
     assert.deepEqual(
@@ -167,12 +169,12 @@ describe("folding closed hours", () => {
     const viaCompletion = (writer: number) =>
       atomically([
         { sql: `UPDATE ${fences} SET n = n + 1 WHERE id = ?`, values: [writer] },
-        keylessCountStatement(client.id, hour),
+        keylessCountStatement(client.id, ROUTE, hour),
       ]);
     const writers = Array.from({ length: 8 }, async (_, w) => {
       while (written < WRITES) {
         written++;
-        if (w % 2 === 0) await countKeylessRequest(client.id, { at: hour });
+        if (w % 2 === 0) await countKeylessRequest(client.id, ROUTE, { at: hour });
         else assert.equal(await viaCompletion(w), true);
       }
     });

@@ -29,7 +29,8 @@ import {
 const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
 const APP_URL = `http://127.0.0.1:${APP_PORT}`;
 const DB_PORT = 3317 + Number(process.env.TEST_SLOT ?? 0);
-const server = new PrivateMariaDb(path.resolve(".data/test-restart-mariadb"), DB_PORT);
+// Its data folder is this slot's: two test runs in different slots each restart their own server.
+const server = new PrivateMariaDb(path.resolve(`.data/test-restart-mariadb${process.env.TEST_SLOT ?? ""}`), DB_PORT);
 const databaseUrl = `mysql://root@127.0.0.1:${DB_PORT}/charges_restart`;
 const apiKey = `sk_test_${randomUUID()}`;
 // A gateway of its own (its state on the main server, as a real provider's is
@@ -118,10 +119,13 @@ const leasesEnded = () =>
     20_000,
   );
 
-/** The ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0). */
+/**
+ * The ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0). The CLI takes the
+ * admin URL first, as npm start does: this server's, not the run's.
+ */
 const reconcileExitsZero = () =>
   execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts", "--since", "10m"], {
-    env: { ...process.env, ...appEnv },
+    env: { ...process.env, ...appEnv, DATABASE_ADMIN_URL: databaseUrl },
     stdio: "inherit",
     timeout: 60_000,
   });

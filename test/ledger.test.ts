@@ -242,6 +242,17 @@ describe("ledger reconciliation", () => {
       const closed = await db.ledgerMismatch.findUniqueOrThrow({ where: { id: BigInt(open.id) } });
       assert.equal(closed.resolutionNote, "refunded at the provider, ticket 42");
       assert.equal(closed.resolvedBy, engineer.id);
+      // Closing is audited: who, which mismatch, the note.
+      const audited = await db.auditEvent.findFirst({
+        where: { action: "ledger_mismatch.resolved", targetId: open.id },
+      });
+      assert.equal(audited?.actorStaffId, engineer.id);
+      assert.equal(JSON.parse(audited!.details!).note, "refunded at the provider, ticket 42");
+      await assert.rejects(
+        asEngineer.ledger.resolve({ id: open.id, note: "twice" }),
+        /No open mismatch/,
+        "a closed mismatch is not closed again",
+      );
     } finally {
       for (const put of undo) await put();
       // Out of the way of the run's closing reconciliation: these charges were never the app's.

@@ -320,7 +320,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     const admission: Admission = {
       read: { sql: "SELECT 1 AS required", values: [] },
       admits: () => false,
-      refusalWrites: () => [keylessCountStatement(clientId, refusalHour, { refused: true })],
+      refusalWrites: () => [keylessCountStatement(clientId, ROUTE, refusalHour, { refused: true })],
     };
     let runs = 0;
     const outcome = await runIdempotent(keyless(admission), async () => {
@@ -347,7 +347,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
   test("a withdrawal that matches nothing (taken over) commits nothing of the refusal", async () => {
     const countBefore = await refusedCount();
     const taken = await seedRecord({ route: ROUTE, apiClientId: clientId, key: null, phase: "held", attempt: 2 });
-    const refusal = keylessCountStatement(clientId, refusalHour, { refused: true });
+    const refusal = keylessCountStatement(clientId, ROUTE, refusalHour, { refused: true });
     assert.equal(await atomically([withdrawStatement(taken), refusal]), false);
     assert.equal(await refusedCount(), countBefore, "counted when the sweeper finishes the record, not here");
     assert.equal((await records.findById(taken.id))?.attempt, 2, "the record is its taker's");

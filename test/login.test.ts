@@ -1,16 +1,23 @@
 /**
- * Signing in over HTTP: throttled per account and per client address (429 +
- * Retry-After, held in the database), the same time for unknown and known
+ * Signing in over HTTP: throttled per (account, address), per address and per
+ * account (a daily cap and a growing delay that spare the owner's known
+ * addresses), held in the database; the same time for unknown and known
  * e-mails, OWASP's scrypt parameters with a rehash of older hashes, every
  * attempt in the audit log with its address and user agent.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
-import { ACCOUNT_LIMIT, ADDRESS_LIMIT } from "~/server/auth/loginThrottle";
+import {
+  ACCOUNT_DAILY_LIMIT,
+  ADDRESS_LIMIT,
+  DELAY_AFTER,
+  dailyFailuresRow,
+  PAIR_LIMIT,
+} from "~/server/auth/loginThrottle";
 import { hashPassword } from "~/server/auth/password";
 import { closeConnections, db } from "./helpers";
-import { Browser, createStaffAccount } from "./staffHttp";
+import { Browser, createStaffAccount, signedIn } from "./staffHttp";
 
 after(closeConnections);
 
@@ -22,48 +29,103 @@ async function timed(browser: Browser, email: string, password: string) {
   return { status: res.status, ms: performance.now() - started };
 }
 
+const wrong = (email: string, browser = new Browser()) => browser.post("/api/auth/login", { email, password: "wrong" });
+
+/** The account's failures of the day, as if that many had been sent (a hundred scrypt checks cost half a minute). */
+async function seedDailyFailures(email: string, points: number) {
+  const key = dailyFailuresRow(email);
+  const expire = new Date(Date.now() + ACCOUNT_DAILY_LIMIT.duration * 1000);
+  await db.rateLimit.upsert({ where: { key }, create: { key, points, expire }, update: { points, expire } });
+}
+
 describe("staff sign-in", () => {
-  test(`after ${ACCOUNT_LIMIT.points} wrong passwords: 429 + Retry-After, even for the right one`, async () => {
+  test("wrong passwords from many addresses never lock the owner out", async () => {
     const account = await createStaffAccount("support");
-    for (let i = 0; i < ACCOUNT_LIMIT.points; i++) {
-      // A new address each time: the account's limit holds whatever address the attacker uses.
-      const res = await new Browser().post("/api/auth/login", { email: account.email, password: "wrong" });
+    const owner = await signedIn(account);
+    await owner.signOut();
+    // The issue's attack: seven wrong passwords, each from another (spoofed) address.
+    for (let i = 0; i < 7; i++) assert.equal((await wrong(account.email)).status, 401);
+    assert.equal((await owner.signIn(account)).status, 200, "the owner, from their usual address");
+    assert.equal((await new Browser().signIn(account)).status, 200, "the owner, from a new address");
+  });
+
+  test(`after ${PAIR_LIMIT.points} wrong passwords from one address: 429 + Retry-After there only`, async () => {
+    const account = await createStaffAccount("support");
+    const attacker = new Browser();
+    for (let i = 0; i < PAIR_LIMIT.points; i++) {
+      const res = await wrong(account.email, attacker);
       assert.equal(res.status, 401);
       assert.equal(res.json.error.code, "invalid_credentials");
     }
-    const locked = await new Browser().signIn(account);
+    const locked = await attacker.signIn(account);
     assert.equal(locked.status, 429);
     assert.equal(locked.json.error.code, "too_many_attempts");
     const retryAfter = Number(locked.headers.get("retry-after"));
-    assert.ok(retryAfter > 0 && retryAfter <= ACCOUNT_LIMIT.duration, `Retry-After ${retryAfter}`);
-    const blocked = await db.auditEvent.count({ where: { action: "login.blocked", actorLabel: account.email } });
-    assert.equal(blocked, 1, "the lock-out is audited once");
+    assert.ok(retryAfter > 0 && retryAfter <= PAIR_LIMIT.duration, `Retry-After ${retryAfter}`);
+    const blocked = await db.auditEvent.findMany({
+      where: { action: "login.blocked", details: { contains: account.email } },
+    });
+    assert.equal(blocked.length, 1, "the lock-out is audited once");
+    assert.equal(JSON.parse(blocked[0]!.details!).address, attacker.address);
+    assert.equal((await new Browser().signIn(account)).status, 200, "another address signs in");
   });
 
-  test("a burst of parallel guesses gets no more password checks than the limit", async () => {
+  test("a burst of parallel guesses from one address gets no more password checks than the limit", async () => {
     const account = await createStaffAccount("support");
-    const guesses = Array.from({ length: 15 }, () =>
-      new Browser().post("/api/auth/login", { email: account.email, password: "wrong" }),
+    const attacker = new Browser();
+    const statuses = (await Promise.all(Array.from({ length: 15 }, () => wrong(account.email, attacker)))).map(
+      (r) => r.status,
     );
-    const statuses = (await Promise.all(guesses)).map((r) => r.status);
-    assert.equal(statuses.filter((s) => s === 401).length, ACCOUNT_LIMIT.points, statuses.join(" "));
-    assert.equal(statuses.filter((s) => s === 429).length, 15 - ACCOUNT_LIMIT.points);
+    assert.equal(statuses.filter((s) => s === 401).length, PAIR_LIMIT.points, statuses.join(" "));
+    assert.equal(statuses.filter((s) => s === 429).length, 15 - PAIR_LIMIT.points);
   });
 
-  test("an unknown e-mail is locked out like a known one (no existence oracle)", async () => {
+  test(`past ${DELAY_AFTER} failures a day, strangers wait longer after each; the owner's address not`, async () => {
+    const account = await createStaffAccount("support");
+    const owner = await signedIn(account);
+    await owner.signOut();
+    await seedDailyFailures(account.email, DELAY_AFTER);
+    assert.equal((await wrong(account.email)).status, 401);
+    const first = await new Browser().signIn(account);
+    assert.equal(first.status, 429, "even the right password waits, from an address the owner never used");
+    assert.ok(Number(first.headers.get("retry-after")) <= 2, `Retry-After ${first.headers.get("retry-after")}`);
+    assert.equal((await owner.signIn(account)).status, 200, "the owner's usual address is not delayed");
+    await owner.signOut();
+
+    await new Promise((r) => setTimeout(r, 2_100));
+    assert.equal((await wrong(account.email)).status, 401, "after the delay, the next guess is checked");
+    const second = await new Browser().signIn(account);
+    assert.equal(second.status, 429);
+    const retryAfter = Number(second.headers.get("retry-after"));
+    assert.ok(retryAfter >= 3 && retryAfter <= 4, `the delay grows: Retry-After ${retryAfter}`);
+  });
+
+  test(`at ${ACCOUNT_DAILY_LIMIT.points} failures a day, only the owner's known addresses may still try`, async () => {
+    const account = await createStaffAccount("support");
+    const owner = await signedIn(account);
+    await owner.signOut();
+    await seedDailyFailures(account.email, ACCOUNT_DAILY_LIMIT.points);
+    const stranger = await new Browser().signIn(account);
+    assert.equal(stranger.status, 429, "the cap holds whatever address a guesser uses");
+    assert.ok(Number(stranger.headers.get("retry-after")) > ACCOUNT_DAILY_LIMIT.duration - 60);
+    assert.equal((await owner.signIn(account)).status, 200);
+
+    const nobody = `nobody-${randomUUID()}@example.com`;
+    await seedDailyFailures(nobody, ACCOUNT_DAILY_LIMIT.points);
+    assert.equal((await wrong(nobody)).status, 429, "an unknown e-mail is capped like a known one (no oracle)");
+  });
+
+  test("an unknown e-mail is locked out per address like a known one (no existence oracle)", async () => {
     const email = `nobody-${randomUUID()}@example.com`;
-    for (let i = 0; i < ACCOUNT_LIMIT.points; i++)
-      assert.equal((await new Browser().post("/api/auth/login", { email, password: "x" })).status, 401);
-    assert.equal((await new Browser().post("/api/auth/login", { email, password: "x" })).status, 429);
+    const browser = new Browser();
+    for (let i = 0; i < PAIR_LIMIT.points; i++) assert.equal((await wrong(email, browser)).status, 401);
+    assert.equal((await wrong(email, browser)).status, 429);
   });
 
   test(`one address gets ${ADDRESS_LIMIT.points} failures, over any number of accounts`, async () => {
     const browser = new Browser();
     for (let i = 0; i < ADDRESS_LIMIT.points; i++) {
-      const res = await browser.post("/api/auth/login", {
-        email: `spray-${i}-${randomUUID()}@example.com`,
-        password: "x",
-      });
+      const res = await wrong(`spray-${i}-${randomUUID()}@example.com`, browser);
       assert.equal(res.status, 401, `attempt ${i + 1}`);
     }
     const account = await createStaffAccount("support");
@@ -89,14 +151,13 @@ describe("staff sign-in", () => {
     assert.ok(median(unknown) > 50, "the unknown e-mail's answer costs a password hash too");
   });
 
-  test("a success clears the account's failures", async () => {
+  test("a success clears the address's failures on that account", async () => {
     const account = await createStaffAccount("support");
-    for (let i = 0; i < ACCOUNT_LIMIT.points - 1; i++)
-      await new Browser().post("/api/auth/login", { email: account.email, password: "x" });
-    assert.equal((await new Browser().signIn(account)).status, 200);
-    for (let i = 0; i < ACCOUNT_LIMIT.points - 1; i++) {
-      assert.equal((await new Browser().post("/api/auth/login", { email: account.email, password: "x" })).status, 401);
-    }
+    const browser = new Browser();
+    for (let i = 0; i < PAIR_LIMIT.points - 1; i++) await wrong(account.email, browser);
+    assert.equal((await browser.signIn(account)).status, 200);
+    await browser.signOut();
+    for (let i = 0; i < PAIR_LIMIT.points - 1; i++) assert.equal((await wrong(account.email, browser)).status, 401);
   });
 
   test("a hash made with the old parameters (N=2^15) is replaced by one with N=2^17 at sign-in", async () => {
@@ -115,7 +176,10 @@ describe("staff sign-in", () => {
     await browser.post("/api/auth/login", { email: account.email, password: "wrong" });
     await browser.signIn(account);
     await browser.signOut();
-    const events = await db.auditEvent.findMany({ where: { actorLabel: account.email }, orderBy: { id: "asc" } });
+    const events = await db.auditEvent.findMany({
+      where: { OR: [{ actorLabel: account.email }, { details: { contains: account.email } }] },
+      orderBy: { id: "asc" },
+    });
     assert.deepEqual(
       events.map((e) => e.action),
       ["login.failed", "login.succeeded", "logout"],
@@ -124,8 +188,24 @@ describe("staff sign-in", () => {
       assert.equal(e.ipAddress, "198.51.100.7");
       assert.equal(e.userAgent, "audit-test-agent/1.0");
     }
-    assert.equal(JSON.parse(events[0]!.details!).reason, "wrong_password");
+    assert.deepEqual(JSON.parse(events[0]!.details!), { reason: "wrong_password", email: account.email });
     assert.equal(events[1]!.actorStaffId, account.id);
+  });
+
+  test("a failed sign-in's e-mail is data, never an actor: not listed under that engineer", async () => {
+    const account = await createStaffAccount("engineer");
+    await wrong(account.email);
+    const failed = await db.auditEvent.findFirstOrThrow({
+      where: { action: "login.failed", details: { contains: account.email } },
+    });
+    assert.equal(failed.actorType, "anonymous");
+    assert.equal(failed.actorLabel, null);
+    const engineer = await signedIn(account);
+    const listed = await engineer.query("audit.list", { actor: account.email, limit: 50 });
+    assert.deepEqual(
+      listed.data.items.map((e: { action: string }) => e.action),
+      ["login.succeeded"],
+    );
   });
 
   test("bad input gets 400 in the API's error format; a cross-site sign-in is refused", async () => {

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { deriveGatewayKey } from "~/server/gateway";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import {
   APP_URL,
@@ -18,6 +19,7 @@ import {
   localCharges,
   newApiClient,
   postCharge,
+  recordOf as claimedRecord,
   startAppInstance,
   sweepUntil,
   uniqueKey,
@@ -44,6 +46,16 @@ const recordOf = async (key: string) =>
 
 const expireRecord = (key: string, at = new Date(Date.now() - 1_000)) =>
   db.$executeRawUnsafe("UPDATE idempotent_requests SET expires_at = ? WHERE idempotency_key = ?", at, key);
+
+/** The simulator's charge INSERT waiting on a lock (innodb_trx is a cache refreshed at most every 100 ms). */
+async function insertWaiting(conn: mariadb.Connection): Promise<boolean> {
+  await new Promise((r) => setTimeout(r, 150));
+  const rows: unknown[] = await conn.query(
+    "SELECT trx_id FROM information_schema.innodb_trx " +
+      "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'INSERT INTO sim_charges%'",
+  );
+  return rows.length > 0;
+}
 
 async function getCharge(id: string) {
   return fetch(`${APP_URL}/api/charges/${id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
@@ -219,6 +231,57 @@ describe("a gateway request carried out after the app gave up on it", () => {
       await assertLedgersAgree(body.customer_id, 0);
     },
   );
+
+  test("written off after the gateway refused it, the answer says the gateway refused it", simOnly, async () => {
+    const key = uniqueKey("refused");
+    const body = chargeBody({ card_token: "tok_late_6000" }); // carried out 6 s after it arrived
+    const sent = Date.now();
+    assert.equal((await postCharge({ apiKey, key, body })).status, 503);
+    await new Promise((r) => setTimeout(r, sent + 6_500 - Date.now())); // carried out now, past its deadline
+    await sweepUntil("the sweep to finish it", async () => (await recordOf(key))?.state === "complete");
+    const told = await postCharge({ apiKey, key, body });
+    assert.equal(told.status, 500, told.text);
+    assert.equal(told.json.error.code, "request_abandoned");
+    assert.equal(told.json.error.gateway, "refused", told.text);
+    assert.equal(told.json.error.gateway_code, "request_expired");
+    assert.match(told.json.error.message, /refused/);
+    assert.doesNotMatch(told.json.error.message, /before it reached/);
+    await assertLedgersAgree(body.customer_id, 0);
+  });
+
+  test("one whose INSERT a stalled table holds past its Charge-Not-After charges nothing", simOnly, async () => {
+    // The simulator checked the deadline, then inserted: an INSERT stalled past the deadline (storage, a lock)
+    // landed after a sweep had written the operation off as "no charge was made". The check must hold at the
+    // moment the charge lands, inside the transaction that inserts it.
+    const key = uniqueKey("stalled");
+    const body = chargeBody({ card_token: "tok_late_1000" }); // carried out 1 s after it arrived: time to lock
+    const answer = postCharge({ apiKey, key, body });
+    const record = await waitFor("the claim", () => claimedRecord(key));
+    const outside = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!));
+    try {
+      // A gap lock where the charge's row would go: its INSERT waits on us, reads do not.
+      await outside.query("BEGIN");
+      await outside.query("SELECT id FROM sim_charges WHERE idempotency_key = ? FOR UPDATE", [
+        deriveGatewayKey(record),
+      ]);
+      await waitFor("the gateway's INSERT to wait on the lock", () => insertWaiting(outside), 5_000);
+      assert.equal((await answer).status, 503, "the app gave up on the gateway");
+      const deadline = record.createdAt.getTime() + env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS;
+      await new Promise((r) => setTimeout(r, deadline + 500 - Date.now()));
+      // Past every deadline of the operation, the sweep finds no charge and writes it off.
+      await sweepUntil("the sweep to write it off", async () => (await recordOf(key))?.state === "complete");
+      const told = await postCharge({ apiKey, key, body });
+      assert.equal(told.json?.error?.code, "request_abandoned");
+      assert.equal(told.json.error.gateway, "no_trace", "the gateway had kept nothing of the stalled request");
+      assert.ok(await insertWaiting(outside), "the charge was still stalled when the sweep wrote it off");
+      await outside.query("ROLLBACK"); // the storage recovers
+      await waitFor("the stalled INSERT to finish", async () => !(await insertWaiting(outside)));
+      await new Promise((r) => setTimeout(r, 500));
+      await assertLedgersAgree(body.customer_id, 0);
+    } finally {
+      await outside.end();
+    }
+  });
 
   test("one carried out before its Charge-Not-After charges as ever", simOnly, async () => {
     const body = chargeBody({ card_token: "tok_late_800" });

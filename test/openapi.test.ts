@@ -2,13 +2,17 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { abandonedResponse } from "~/server/charges/responses";
-import { API_ERROR_CODES, API_ERRORS } from "~/server/http/errorRegistry";
+import { API_ERROR_CODES, API_ERRORS, isApiErrorCode } from "~/server/http/errorRegistry";
+import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { declinedRefundResponse, nothingLeftResponse } from "~/server/refunds/responses";
 import {
   APP_URL,
   chargeBody,
   closeConnections,
   newApiClient,
+  newCharge,
   postCharge,
+  postRefund,
   seedRecord,
   uniqueKey,
   type ApiResponse,
@@ -26,6 +30,20 @@ before(async () => {
 });
 after(closeConnections);
 
+/** The headers an answer may carry beyond the standard ones: each one sent must be documented. */
+const ANSWER_HEADERS = [
+  "Retry-After",
+  "Link",
+  "Idempotent-Replay",
+  "Idempotent-Replayed",
+  "Original-Request",
+  "Idempotency-Key",
+  "Idempotency-Key-Expires",
+  "Location",
+  "Preference-Applied",
+  "Request-Id",
+];
+
 /** Checks a real response against what the document says for its path and status. */
 function conforms(path: string, method: string, res: ApiResponse) {
   const documented = doc.paths[path][method].responses[String(res.status)];
@@ -38,10 +56,13 @@ function conforms(path: string, method: string, res: ApiResponse) {
     validate(res.json),
     `${res.status} body does not match ${ref}: ${JSON.stringify(validate.errors)}\n${res.text}`,
   );
-  for (const header of Object.keys(documented.headers ?? {})) {
-    if (header === "Retry-After") assert.ok(res.headers.get(header), `${res.status} lacks ${header}`);
+  // One response per status holds several codes: Retry-After is owed by the codes that have it.
+  const code = res.json?.error?.code ?? res.json?.code;
+  if (isApiErrorCode(code) && "retryAfterSeconds" in API_ERRORS[code]) {
+    assert.ok(documented.headers?.["Retry-After"], `${res.status} ${code}: Retry-After undocumented`);
+    assert.ok(res.headers.get("Retry-After"), `${res.status} ${code} lacks Retry-After`);
   }
-  for (const header of ["Retry-After", "Link", "Idempotent-Replay", "Idempotent-Replayed"]) {
+  for (const header of ANSWER_HEADERS) {
     if (res.headers.get(header)) assert.ok(documented.headers?.[header], `${res.status} sends ${header}, undocumented`);
   }
 }
@@ -56,16 +77,71 @@ describe("OpenAPI document", () => {
       assert.ok(description.includes(API_ERRORS[code].advice), `${code} says what a client should do`);
     }
     assert.deepEqual(doc.components.schemas.Error.properties.error.properties.code.enum, API_ERROR_CODES);
-    for (const [status, response] of Object.entries<any>(doc.paths["/api/charges"].post.responses)) {
-      for (const [, code] of response.description.matchAll(/\[`(\w+)`\]/g)) {
-        assert.equal(String(API_ERRORS[code as keyof typeof API_ERRORS].status), status, `${code} under ${status}`);
+    for (const [path, methods] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(methods)) {
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          for (const [, code] of response.description.matchAll(/\[`(\w+)`\]/g)) {
+            const where = `${method.toUpperCase()} ${path}: ${code} under ${status}`;
+            assert.equal(String(API_ERRORS[code as keyof typeof API_ERRORS].status), status, where);
+          }
+        }
       }
     }
+  });
+
+  test("each money route is generated from one description: POST, settling GET, GET by id, the same headers", () => {
+    const codesOf = (responses: object) =>
+      Object.values<any>(responses).flatMap((r) => [...r.description.matchAll(/\[`(\w+)`\]/g)].map((m) => m[1]));
+    for (const [path, object] of [
+      ["/api/charges", "Charge"],
+      ["/api/refunds", "Refund"],
+    ]) {
+      const { post, get } = doc.paths[path!];
+      assert.deepEqual(
+        [post.operationId, get.operationId, doc.paths[`${path}/{id}`].get.operationId],
+        [`create${object}`, `find${object}ByIdempotencyKey`, `get${object}`],
+      );
+      assert.deepEqual(
+        post.parameters.map((p: { name: string }) => p.name),
+        ["Idempotency-Key", "Prefer"],
+      );
+      assert.equal(post.requestBody.content["application/json"].schema.$ref, `#/components/schemas/Create${object}`);
+      assert.deepEqual(Object.keys(post.responses["201"].headers).sort(), [
+        "Idempotency-Key",
+        "Idempotency-Key-Expires",
+        "Idempotent-Replay",
+        "Idempotent-Replayed",
+        "Location",
+        "Original-Request",
+        "Preference-Applied",
+        "Request-Id",
+      ]);
+      assert.deepEqual(
+        get.parameters.map((p: { name: string }) => p.name),
+        ["idempotency_key", "request_id"],
+      );
+      for (const code of ["idempotency_key_reused", "request_in_progress", "gateway_unavailable"]) {
+        assert.ok(codesOf(post.responses).includes(code), `POST ${path} documents ${code}`);
+      }
+    }
+    const refunds = doc.paths["/api/refunds"];
+    const refundCodes = ["not_found", "charge_not_refundable", "charge_already_refunded", "refund_declined"];
+    for (const code of [...refundCodes, "refund_outcome_unknown"])
+      assert.ok(codesOf(refunds.post.responses).includes(code));
+    for (const code of ["refund_declined", "charge_already_refunded"])
+      assert.ok(codesOf(refunds.get.responses).includes(code));
+    assert.ok(!codesOf(doc.paths["/api/charges"].post.responses).includes("refund_declined"));
+    assert.match(refunds.get.parameters[1].description, /502 `refund_outcome_unknown`/);
+    assert.deepEqual(doc.components.schemas.Charge.properties.refunds.items, { $ref: "#/components/schemas/Refund" });
   });
 
   test("is OpenAPI 3.1 and describes the request body with the server's own schema", () => {
     assert.equal(doc.openapi, "3.1.0");
     assert.deepEqual(doc.components.schemas.CreateCharge.required.sort(), ["amount_cents", "card_token", "currency"]);
+    const refund = doc.components.schemas.CreateRefund;
+    assert.deepEqual(refund.required, ["charge"]);
+    assert.deepEqual(refund.properties.reason.enum, ["duplicate", "requested_by_customer", "fraudulent"]);
+    assert.equal(refund.additionalProperties, false, "unknown fields are rejected");
   });
 
   test("every outcome of POST /api/charges matches the document", async () => {
@@ -103,9 +179,12 @@ describe("OpenAPI document", () => {
     for (const res of responses) conforms("/api/charges", "post", res);
   });
 
-  test("GET /api/charges/{id} matches the document", async () => {
+  test("GET /api/charges/{id} matches the document, with its refunds", async () => {
     const created = await postCharge({ apiKey, key: uniqueKey() });
-    for (const id of [created.json.id, "ch_missing"]) {
+    const refunded = await newCharge(apiKey, { amount_cents: 1000 });
+    for (const amount_cents of [300, 700])
+      await postRefund({ apiKey, key: uniqueKey(), body: { charge: refunded, amount_cents } });
+    for (const id of [created.json.id, refunded, "ch_missing"]) {
       const res = await fetch(`${APP_URL}/api/charges/${id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
       const text = await res.text();
       conforms("/api/charges/{id}", "get", { status: res.status, headers: res.headers, text, json: JSON.parse(text) });
@@ -123,7 +202,8 @@ describe("OpenAPI document", () => {
     await postCharge({ apiKey, ...charged });
     const declined = { key: uniqueKey(), body: chargeBody({ card_token: "tok_declined" }) };
     await postCharge({ apiKey, ...declined });
-    const written = { phase: "complete", finishedBy: "abandoned", response: abandonedResponse } as const;
+    const response = abandonedResponse({ kind: "refused", code: "request_expired" });
+    const written = { phase: "complete", finishedBy: "abandoned", response } as const;
     const abandoned = await seedRecord({ apiClientId: clientId, ...written }); // what the sweeper stores
     const slowKey = uniqueKey();
     const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) });
@@ -161,5 +241,140 @@ describe("OpenAPI document", () => {
       ],
     );
     for (const res of responses) conforms("/api/charges", "get", res);
+  });
+});
+
+describe("OpenAPI document: refunds", () => {
+  type As = { key?: string; headers?: object };
+  const getOn = async (path: string, { key: bearer = apiKey, headers = {} }: As = {}) => {
+    const res = await fetch(`${APP_URL}${path}`, { headers: { Authorization: `Bearer ${bearer}`, ...headers } });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, text, json: JSON.parse(text) } as ApiResponse;
+  };
+  const summary = (responses: ApiResponse[]) =>
+    responses.map((r) => `${r.status} ${r.json.error?.code ?? r.json.code ?? r.json.object}`);
+
+  test("every outcome of POST /api/refunds matches the document", { timeout: 30_000 }, async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const declinedCharge = await postCharge({ apiKey, body: chargeBody({ card_token: "tok_declined" }) });
+    const slowCharge = await newCharge(apiKey, { card_token: "tok_refund_slow_1500" });
+    const failing = await newCharge(apiKey, { card_token: "tok_refund_error" });
+    const failsAfterRefunding = await newCharge(apiKey, { card_token: "tok_refund_then_error" });
+    const slowKey = uniqueKey();
+    const slow = postRefund({ apiKey, key: slowKey, body: { charge: slowCharge } });
+    await new Promise((r) => setTimeout(r, 300));
+    // What the gateway's refusal leaves (the simulator never refuses a refund): a stored 402, replayed.
+    const declined = { key: uniqueKey(), body: { charge, amount_cents: 5 } };
+    const response = declinedRefundResponse("expired_or_canceled_card");
+    await seedRecord({ apiClientId: clientId, phase: "complete", route: REFUNDS_ROUTE, response, ...declined });
+    const key = uniqueKey();
+    const body = { charge, amount_cents: 400, reason: "requested_by_customer" };
+    const post = (b: unknown, k: string | undefined = uniqueKey(), headers = {}) =>
+      postRefund({ apiKey, key: k, body: b, headers });
+    const responses = [
+      await post(body, key), // 201
+      await post(body, key), // 201 replay
+      await post({ ...body, amount_cents: 1 }, key), // 422
+      await post({ charge: slowCharge }, slowKey), // 409 in flight
+      await post({ charge: "ch_000000000000000000000000" }), // 404
+      await post({ charge: declinedCharge.json.error.charge }), // 409 charge_not_refundable
+      await post({ charge, amount_cents: 601 }), // 400, the amount over what is left
+      await post({ charge, amount_cents: 601 }, uniqueKey(), problem), // 400 problem+json
+      await post(declined.body, declined.key), // 402 replay
+      await post({ charge: failing }), // 503
+      await postRefund({ apiKey, body: { charge: failsAfterRefunding } }), // 502 (keyless)
+      await postRefund({ apiKey, key: uniqueKey(), rawBody: "{" }), // 400 invalid_json
+      await postRefund({ key: uniqueKey(), body }), // 401
+    ];
+    await post({ charge }); // the rest
+    responses.push(await post({ charge })); // 409 charge_already_refunded
+    await slow;
+    assert.deepEqual(summary(responses), [
+      "201 refund",
+      "201 refund",
+      "422 idempotency_key_reused",
+      "409 request_in_progress",
+      "404 not_found",
+      "409 charge_not_refundable",
+      "400 invalid_request",
+      "400 invalid_request",
+      "402 refund_declined",
+      "503 gateway_unavailable",
+      "502 refund_outcome_unknown",
+      "400 invalid_json",
+      "401 unauthorized",
+      "409 charge_already_refunded",
+    ]);
+    const [fresh, replay] = responses;
+    assert.equal(fresh!.headers.get("location"), `/api/refunds/${fresh!.json.id}`);
+    assert.ok(fresh!.headers.get("idempotency-key-expires"));
+    assert.equal(replay!.headers.get("idempotent-replay"), "true");
+    assert.equal(replay!.headers.get("original-request"), fresh!.headers.get("request-id"));
+    assert.equal(responses[8]!.headers.get("idempotent-replay"), "true");
+    for (const res of responses) conforms("/api/refunds", "post", res);
+  });
+
+  test("GET /api/refunds/{id} and GET /api/refunds?idempotency_key=K (or request_id) match the document", {
+    timeout: 30_000,
+  }, async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const made = { key: uniqueKey(), body: { charge, amount_cents: 100 } };
+    const refund = await postRefund({ apiKey, ...made });
+    // A refund that lost the race for what was left: its stored 409, replayed to the settling GET.
+    const lost = await seedRecord({
+      apiClientId: clientId,
+      phase: "complete",
+      route: REFUNDS_ROUTE,
+      body: { charge, amount_cents: 950 },
+      response: nothingLeftResponse(900),
+    });
+    const slowKey = uniqueKey();
+    const slow = postRefund({
+      apiKey,
+      key: slowKey,
+      // Slow enough to be still in flight when it is asked for below.
+      body: { charge: await newCharge(apiKey, { card_token: "tok_refund_slow_4000" }) },
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const keyless = await postRefund({
+      apiKey,
+      body: { charge: await newCharge(apiKey, { card_token: "tok_refund_then_error" }) },
+    });
+    const other = await newApiClient("openapi refunds other");
+    const settle = (query: string, as?: As) => getOn(`/api/refunds?${query}`, as);
+
+    const byId = [
+      await getOn(`/api/refunds/${refund.json.id}`),
+      await getOn(`/api/refunds/${refund.json.id}`, { key: other.apiKey }),
+      await getOn("/api/refunds/re_missing"),
+    ];
+    assert.deepEqual(summary(byId), ["200 refund", "404 not_found", "404 not_found"]);
+    for (const res of byId) conforms("/api/refunds/{id}", "get", res);
+
+    const settled = [
+      await settle(`idempotency_key=${made.key}`), // 201, as a replay
+      await settle(`idempotency_key=${lost.idempotencyKey}`), // 409 charge_already_refunded, as a replay
+      await settle(`idempotency_key=${slowKey}`), // 409 in flight
+      await settle(`request_id=${keyless.json.error.request_id}`), // 201: the GET settles it with the gateway
+      await settle(`idempotency_key=${uniqueKey()}`), // 404
+      await settle(`idempotency_key=${made.key}`, { key: other.apiKey }), // 404: another client's key
+      await settle(`idempotency_key=${"x".repeat(65)}`), // 400
+      await settle(`idempotency_key=${made.key}`, { key: "sk_test_wrong" }), // 401
+    ];
+    await slow;
+    assert.deepEqual(summary(settled), [
+      "201 refund",
+      "409 charge_already_refunded",
+      "409 request_in_progress",
+      "201 refund",
+      "404 not_found",
+      "404 not_found",
+      "400 invalid_idempotency_key",
+      "401 unauthorized",
+    ]);
+    assert.deepEqual(settled[0]!.json, refund.json);
+    assert.equal(settled[1]!.headers.get("idempotent-replay"), "true");
+    for (const res of [...byId, ...settled]) assert.ok(res.headers.get("request-id"), `${res.status}: a Request-Id`);
+    for (const res of settled) conforms("/api/refunds", "get", res);
   });
 });

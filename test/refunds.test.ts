@@ -225,6 +225,7 @@ describe("unknown outcomes", () => {
     const replay = await refund({ charge }, key);
     assertError(replay, 500, "request_abandoned");
     assert.match(replay.json.error.message, /no refund was made/);
+    assert.equal(replay.json.error.gateway, "no_trace");
     const totals = await refundedOf(charge);
     assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [0, 0, 0, 0]);
   });

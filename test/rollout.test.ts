@@ -109,8 +109,9 @@ describe("rollout of the Idempotency-Key header", () => {
     assert.equal(res.status, 400);
     assert.equal(res.json.error.code, "idempotency_key_required");
     const after = await bucket();
-    assert.equal(after.keyless - before.keyless, 1, "a refused keyless request still counts (who would break)");
-    assert.equal(after.keylessRejected - before.keylessRejected, 1, "...as refused");
+    assert.equal(after.keylessRejected - before.keylessRejected, 1, "a refused keyless request counts as refused");
+    assert.equal(after.keyless - before.keyless, 0, "...and not as an accepted one");
+    assert.equal(after.lastKeylessAt?.getTime(), before.lastKeylessAt?.getTime(), "nor as the last accepted one");
     // Its claim (the mode is read with it) was withdrawn: nothing of it is left to sweep or to show.
     assert.equal(await keylessRecords(), recordsBefore, "no record left of a refused request");
     assert.match(

@@ -13,6 +13,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { env } from "~/env";
 import type { RequestCountBucket, RequestCountDay, RequestCountHour } from "~/generated/prisma/client";
 import type { SessionUser } from "~/server/auth/session";
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { execute } from "~/server/db";
 import { hourBucket } from "~/server/rollout/counters";
 import { createCaller } from "~/server/trpc/root";
@@ -29,23 +30,37 @@ let saved: { shards: RequestCountBucket[]; hours: RequestCountHour[]; days: Requ
 const as = (user: SessionUser) => createCaller(createInnerTRPCContext({ user }));
 const status = () => as(engineer).rollout.status();
 
-type Counts = { shard?: number; keyed?: number; keyless?: number; rejected?: number; lastKeylessAt?: Date | null };
+type Counts = {
+  shard?: number;
+  route?: string;
+  keyed?: number;
+  attempts?: number;
+  /** Accepted keyless requests (lastKeylessAt: the last of them). */
+  keyless?: number;
+  /** Refused keyless requests. */
+  rejected?: number;
+  lastKeylessAt?: Date | null;
+};
 
 /** Adds to one shard row of a client's hour, as the app does (raw SQL through the driver, UTC). */
 async function seed(apiClientId: number, at: Date, c: Counts) {
   await execute({
     sql: `INSERT INTO request_count_buckets
-            (api_client_id, bucket_start, shard, keyed, keyless, keyless_rejected, last_keyless_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?)
+            (api_client_id, bucket_start, route, shard, keyed, keyed_attempts, keyless, keyless_rejected,
+             last_keyless_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
           ON DUPLICATE KEY UPDATE keyed = keyed + VALUES(keyed), keyless = keyless + VALUES(keyless),
+            keyed_attempts = keyed_attempts + VALUES(keyed_attempts),
             keyless_rejected = keyless_rejected + VALUES(keyless_rejected),
             last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
                                        VALUES(last_keyless_at))`,
     values: [
       apiClientId,
       hourBucket(at),
+      c.route ?? CHARGES_ROUTE,
       c.shard ?? 0,
       c.keyed ?? 0,
+      c.attempts ?? c.keyed ?? 0,
       c.keyless ?? 0,
       c.rejected ?? 0,
       c.lastKeylessAt ?? null,
@@ -153,7 +168,7 @@ describe("safe to enforce", () => {
     await seedEnoughKeyed(client.id);
     // Keyless requests that were all refused do not block...
     const refusedAt = new Date(Date.now() - 2 * HOUR);
-    await seed(refusing.id, refusedAt, { keyless: 2, rejected: 2, lastKeylessAt: refusedAt });
+    await seed(refusing.id, refusedAt, { rejected: 2 });
     // ...nor do accepted ones from before the window.
     const longAgo = new Date(Date.now() - WINDOW - 2 * HOUR);
     await seed(old.id, longAgo, { keyless: 5, lastKeylessAt: longAgo });
@@ -243,9 +258,120 @@ describe("safe to enforce", () => {
     assert.deepEqual(s.blocking, [], "refused requests block nothing");
     const rowA = s.clients.find((c) => c.apiClientId === a.id)!;
     const rowB = s.clients.find((c) => c.apiClientId === b.id)!;
-    assert.deepEqual([rowA.enforced, rowA.rejected, rowA.keyless], ["global", 2, 2]);
-    assert.deepEqual([rowB.enforced, rowB.rejected, rowB.keyless], ["global", 1, 1]);
+    assert.deepEqual([rowA.enforced, rowA.rejected, rowA.keyless], ["global", 2, 0], "refused, none accepted");
+    assert.deepEqual([rowB.enforced, rowB.rejected, rowB.keyless], ["global", 1, 0]);
     assert.equal(rowA.keylessLastHour, 0, "refused requests are not what a switch would reject");
     assert.equal(s.rejectedInWindow, 3);
+  });
+
+  test("refused keyless requests after an accepted one never move 'clean from'", async () => {
+    const client = await newApiClient("safety-clean-from");
+    await seedHistory(client.id, MIN_HOURS + 1);
+    await seedEnoughKeyed(client.id);
+    assert.equal((await postCharge({ apiKey: client.apiKey, body: chargeBody() })).status, 201);
+    const accepted = await status();
+    const acceptedAt = accepted.clients.find((c) => c.apiClientId === client.id)!.lastAcceptedKeylessAt!;
+    assert.ok(acceptedAt, "the accepted one blocks");
+    // Enforced for a while (in the same hour): its keyless requests are refused...
+    await enable("required");
+    await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 3; i++)
+      assert.equal((await postCharge({ apiKey: client.apiKey, body: chargeBody() })).status, 400);
+    // ...and back to optional, the client is as clean as before: from its last accepted request.
+    await enable("optional");
+    const s = await status();
+    const row = s.clients.find((c) => c.apiClientId === client.id)!;
+    assert.deepEqual([row.keyless, row.rejected], [1, 3], "accepted and refused apart");
+    assert.equal(row.lastAcceptedKeylessAt?.getTime(), acceptedAt.getTime());
+    assert.equal(row.lastKeylessAt?.getTime(), acceptedAt.getTime(), "a refused request is not its last keyless one");
+    assert.equal(s.blocking[0]?.cleanAt?.getTime(), acceptedAt.getTime() + WINDOW);
+  });
+
+  test("a client whose header is required on its own no longer blocks the global switch", async () => {
+    const client = await newApiClient("safety-enforced-one");
+    await seedHistory(client.id, MIN_HOURS + 1);
+    await seedEnoughKeyed(client.id);
+    const at = new Date(Date.now() - HOUR);
+    await seed(client.id, at, { keyless: 4, lastKeylessAt: at });
+    const before = await status();
+    assert.deepEqual(
+      before.blocking.map((b) => b.apiClientId),
+      [client.id],
+    );
+    assert.equal(before.safeToEnforce, false);
+    await as(engineer).rollout.setClientRequired({ clientId: client.id, required: true, reason: "test" });
+    const s = await status();
+    assert.deepEqual(s.blocking, [], "it cannot send another accepted keyless request");
+    assert.equal(s.safeToEnforce, true);
+    const row = s.clients.find((c) => c.apiClientId === client.id)!;
+    assert.deepEqual([row.enforced, row.blocking, row.cleanAt, row.keyless], ["client", false, null, 4]);
+    await as(engineer).rollout.setClientRequired({ clientId: client.id, required: false, reason: "test" });
+    assert.deepEqual(
+      (await status()).blocking.map((b) => b.apiClientId),
+      [client.id],
+      "following the global mode again, it blocks again",
+    );
+  });
+
+  test("keyed traffic is counted as operations, with its attempts (retries, replays) apart", async () => {
+    const client = await newApiClient("safety-operations");
+    const key = uniqueKey("operation");
+    const body = chargeBody();
+    assert.equal((await postCharge({ apiKey: client.apiKey, key, body })).status, 201);
+    assert.equal((await postCharge({ apiKey: client.apiKey, key, body })).status, 201, "a replay");
+    assert.equal((await postCharge({ apiKey: client.apiKey, key, body })).status, 201, "another replay");
+    assert.equal((await postCharge({ apiKey: client.apiKey, key: uniqueKey("operation"), body })).status, 201);
+    const s = await waitFor("the keyed counts to be written", async () => {
+      const s = await status();
+      return s.clients.find((c) => c.apiClientId === client.id)?.keyedAttempts === 4 && s;
+    });
+    const row = s.clients.find((c) => c.apiClientId === client.id)!;
+    assert.deepEqual([row.keyed, row.keyedAttempts], [2, 4], "two operations, four HTTP attempts");
+    assert.equal(s.evidence.keyedInWindow, 2, "the evidence is operations");
+    assert.equal(s.keyedAttemptsInWindow, 4);
+  });
+
+  test("counts and the series are kept per route, for any money route", async () => {
+    const client = await newApiClient("safety-routes");
+    const REFUNDS = "POST /api/refunds";
+    const at = new Date(Date.now() - 2 * HOUR);
+    await seed(client.id, at, { keyed: 7, attempts: 9 });
+    await seed(client.id, at, { route: REFUNDS, shard: 3, keyed: 2, keyless: 1, rejected: 1, lastKeylessAt: at });
+    const s = await status();
+    assert.deepEqual(
+      s.routes.map((r) => [r.route, r.keyed, r.keyedAttempts, r.keyless, r.rejected]),
+      [
+        [CHARGES_ROUTE, 7, 9, 0, 0],
+        [REFUNDS, 2, 2, 1, 1],
+      ],
+    );
+    const row = s.clients.find((c) => c.apiClientId === client.id)!;
+    assert.deepEqual([row.keyed, row.keyless, row.blocking], [9, 1, true], "a client's numbers are every route's");
+    const refunds = await as(engineer).rollout.series({ granularity: "hour", clientIds: [client.id], route: REFUNDS });
+    const point = refunds.clients[0]!.points.find((p) => p.bucket.getTime() === hourBucket(at).getTime())!;
+    assert.deepEqual([point.keyed, point.keyless, point.rejected, point.keylessShare], [2, 1, 1, 1 / 3]);
+    const all = await as(engineer).rollout.series({ granularity: "day", clientIds: [client.id] });
+    assert.equal(
+      all.clients[0]!.points.reduce((sum, p) => sum + p.keyed, 0),
+      9,
+    );
+  });
+
+  test("the series starts where the history does, and marks the mode's switches", async () => {
+    const client = await newApiClient("safety-short-history");
+    const at = new Date(Date.now() - 5 * HOUR);
+    await seed(client.id, at, { keyed: 3 });
+    await enable("required");
+    await enable("optional");
+    const series = await as(engineer).rollout.series({ granularity: "hour", clientIds: [] });
+    assert.equal(series.since.getTime(), hourBucket(at).getTime(), "not 48 hours of nothing before it");
+    assert.equal(series.all.length, 6);
+    assert.deepEqual(
+      series.modeChanges.slice(-2).map((m) => [m.scope, m.to]),
+      [
+        ["global", "required"],
+        ["global", "optional"],
+      ],
+    );
   });
 });

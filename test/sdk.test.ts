@@ -8,17 +8,27 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ChargeDeadlineError, ChargesClient, InvalidIdempotencyKeyError } from "~/client";
+import {
+  ChargeDeadlineError,
+  ChargesClient,
+  InvalidIdempotencyKeyError,
+  OperationDeadlineError,
+  RefundDeadlineError,
+} from "~/client";
 import { FileOperationStore } from "~/client/fileOperationStore";
 import { faultyProxy, type ProxiedRequest } from "./faultyProxy";
 import {
   APP_URL,
   chargeBody,
   closeConnections,
+  db,
   gatewayCharges,
+  gatewayRefunds,
   localCharges,
   newApiClient,
+  newCharge,
   postCharge,
+  postRefund,
   recordOf,
   seedRecord,
   sweepUntil,
@@ -30,6 +40,10 @@ let storeDir: string;
 before(async () => {
   ({ apiKey, id: clientId } = await newApiClient("sdk"));
   storeDir = await mkdtemp(path.join(tmpdir(), "sdk-store-"));
+  // A fresh server's first requests to a route are slow (it loads the route's code): the tests below count
+  // attempts of 1 s, which must not be spent on that when this file runs first.
+  await postCharge({ apiKey, key: randomUUID() });
+  await postRefund({ apiKey, key: randomUUID(), body: { charge: await newCharge(apiKey) } });
 });
 after(async () => {
   await rm(storeDir, { recursive: true, force: true });
@@ -248,5 +262,111 @@ describe("SDK", () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe("SDK refunds", () => {
+  const slow = { timeout: 20_000 };
+  /** The refunds of a charge in the app and at the gateway: what really moved back. */
+  const refundsOf = async (charge: string) => ({
+    app: (await db.refund.findMany({ where: { chargeId: charge } })).length,
+    gateway: (await gatewayRefunds(charge)).length,
+  });
+
+  test(
+    "an attempt that times out while the gateway refunds: retried with the same key, refunded once",
+    slow,
+    async () => {
+      const charge = await newCharge(apiKey, { amount_cents: 1000, card_token: "tok_refund_slow_1500" });
+      const { fetch: fetchFn, keys } = countingFetch();
+      // Each attempt gives up after 1 s, before the gateway's refund (1.5 s) comes back.
+      const sdk = new ChargesClient({
+        baseUrl: APP_URL,
+        apiKey,
+        attemptTimeoutMs: 1_000,
+        baseDelayMs: 50,
+        fetch: fetchFn,
+      });
+      const result = await sdk.refunds.create({ charge, amount_cents: 400, reason: "duplicate" });
+
+      assert.ok(result.ok, JSON.stringify(result));
+      assert.equal(result.status, 201);
+      assert.deepEqual(
+        [result.refund.charge, result.refund.amount_cents, result.refund.reason],
+        [charge, 400, "duplicate"],
+      );
+      assert.equal(result.replayed, true, "a later attempt got the refund the first one made");
+      assert.ok(result.attempts >= 2, `attempts: ${result.attempts}`);
+      assert.equal(new Set(keys).size, 1, "every attempt carries the same Idempotency-Key");
+      assert.deepEqual(await refundsOf(charge), { app: 1, gateway: 1 }, "refunded once");
+      const shown = await sdk.refunds.findByIdempotencyKey(result.idempotencyKey);
+      assert.deepEqual(shown.state === "complete" && shown.result.ok && shown.result.refund, result.refund);
+    },
+  );
+
+  test(
+    "the gateway refunds then fails: 503, retried after Retry-After with the same key; one refund",
+    slow,
+    async () => {
+      const charge = await newCharge(apiKey, { amount_cents: 700, card_token: "tok_refund_then_error" });
+      const { fetch: fetchFn, keys } = countingFetch();
+      const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 15_000, fetch: fetchFn });
+      const result = await sdk.refunds.create({ charge });
+
+      assert.ok(result.ok, JSON.stringify(result));
+      assert.equal(result.refund.amount_cents, 700, "no amount: what was left");
+      assert.equal(result.attempts, 2);
+      assert.equal(result.replayed, false, "the retry settled the refund itself (from the gateway's lookup)");
+      assert.equal(new Set(keys).size, 1);
+      assert.deepEqual(await refundsOf(charge), { app: 1, gateway: 1 });
+    },
+  );
+
+  test("a replay of a finished refund is flagged; the same key on charges is another operation", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 900 });
+    const key = randomUUID();
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey });
+    const first = await sdk.refunds.create({ charge, amount_cents: 300 }, { idempotencyKey: key });
+    const again = await sdk.refunds.create({ charge, amount_cents: 300 }, { idempotencyKey: key });
+    assert.deepEqual([first.status, first.replayed, again.status, again.replayed], [201, false, 201, true]);
+    assert.deepEqual(again.ok && again.refund, first.ok && first.refund);
+    const bare = await postRefund({ apiKey, key, body: { charge, amount_cents: 300 } });
+    assert.equal(bare.headers.get("idempotent-replayed"), "true");
+
+    const charged = await sdk.createCharge(chargeBody(), { idempotencyKey: key });
+    assert.deepEqual([charged.status, charged.replayed], [201, false], "the key's scope is its route");
+    assert.deepEqual(await refundsOf(charge), { app: 1, gateway: 1 });
+  });
+
+  test("refusals come back as typed results at once, nothing refunded; 503 runs into a RefundDeadlineError", {
+    timeout: 15_000,
+  }, async () => {
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey });
+    const charge = await newCharge(apiKey, { amount_cents: 500 });
+    const declined = await postCharge({ apiKey, body: chargeBody({ card_token: "tok_declined" }) });
+    const cases = [
+      [{ charge: "ch_000000000000000000000000" }, 404, "not_found"],
+      [{ charge: declined.json.error.charge }, 409, "charge_not_refundable"],
+      [{ charge, amount_cents: 501 }, 400, "invalid_request"],
+    ] as const;
+    for (const [params, status, code] of cases) {
+      const result = await sdk.refunds.create(params);
+      assert.deepEqual([result.ok, result.status, result.attempts], [false, status, 1], code);
+      assert.equal(!result.ok && result.error.code, code);
+    }
+    const over = await sdk.refunds.create({ charge, amount_cents: 501 });
+    assert.ok(!over.ok && (over.error.fields as Record<string, unknown>).amount_cents, "the field is named");
+    assert.ok((await sdk.refunds.create({ charge })).ok);
+    const nothingLeft = await sdk.refunds.create({ charge });
+    assert.equal(!nothingLeft.ok && nothingLeft.error.code, "charge_already_refunded");
+    assert.deepEqual(await refundsOf(charge), { app: 1, gateway: 1 });
+
+    const failing = await newCharge(apiKey, { card_token: "tok_refund_error" });
+    const impatient = new ChargesClient({ baseUrl: APP_URL, apiKey, baseDelayMs: 10, deadlineMs: 3_000 });
+    const failure = await impatient.refunds.create({ charge: failing }).catch((e) => e);
+    assert.ok(failure instanceof RefundDeadlineError && failure instanceof OperationDeadlineError, String(failure));
+    assert.equal(failure.lastProblem, "503 gateway_unavailable");
+    const state = await impatient.refunds.findByIdempotencyKey(failure.idempotencyKey);
+    assert.equal(state.state, "in_progress", "released with its outcome unknown, until the sweeper settles it");
   });
 });

@@ -8,6 +8,7 @@ import { generate } from "otplib";
 import superjson from "superjson";
 import type { StaffRole } from "~/generated/prisma/client";
 import { hashPassword } from "~/server/auth/password";
+import { sealTotpSecret } from "~/server/auth/totpSecretBox";
 import { APP_URL, db } from "./helpers";
 
 export type StaffAccount = { id: number; email: string; password: string };
@@ -22,9 +23,13 @@ export async function createStaffAccount(role: StaffRole, opts: { totpSecret?: s
       name: `Test ${role}`,
       role,
       passwordHash: opts.passwordHash ?? (await hashPassword(password)),
-      totpSecret: opts.totpSecret ?? null,
     },
   });
+  // Sealed with the run's TOTP_ENCRYPTION_KEY, as enrolment stores it (the user's id is part of the seal).
+  if (opts.totpSecret) {
+    const totpSecret = sealTotpSecret(opts.totpSecret, user.id);
+    await db.staffUser.update({ where: { id: user.id }, data: { totpSecret } });
+  }
   return { id: user.id, email, password } satisfies StaffAccount;
 }
 

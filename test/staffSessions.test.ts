@@ -141,4 +141,24 @@ describe("staff sessions", () => {
     assert.match(cookie, /SameSite=Lax/i);
     assert.ok(!cookie.includes(account.email) && !cookie.includes("support"));
   });
+
+  test("a stolen session cannot guess the password through changePassword: throttled and audited", async () => {
+    const account = await createStaffAccount("support");
+    const thief = await signedIn(account);
+    const guess = (i: number) =>
+      thief.mutate("account.changePassword", { current: `guess-${i}`, next: "x".repeat(16) });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await guess(i)).status);
+    assert.deepEqual(statuses, [400, 400, 400, 400, 400, 429]);
+    const right = await thief.mutate("account.changePassword", { current: account.password, next: "y".repeat(16) });
+    assert.equal(right.status, 429, "the right password waits too, so a guess cannot be confirmed");
+    const failures = await db.auditEvent.findMany({
+      where: { action: "password.check_failed", targetId: String(account.id) },
+      orderBy: { id: "asc" },
+    });
+    assert.equal(failures.length, 7);
+    assert.deepEqual(JSON.parse(failures[0]!.details!), { purpose: "change_password" });
+    assert.deepEqual(JSON.parse(failures[5]!.details!), { purpose: "change_password", throttled: true });
+    assert.equal(failures[0]!.ipAddress, thief.address);
+  });
 });

@@ -260,18 +260,27 @@ describe("Stripe adapter: charges", () => {
     await unknown("tok_visa", 2_000, nowhere);
   });
 
-  test("a 500 after the money moved is saved under the key: each retry is unknown, nothing charged again", async () => {
+  test("a 500 after the money moved is saved under the key: the retry finds the charge in the list", async () => {
     const key = gatewayKey();
     const request = chargeRequest("tok_charge_then_error");
-    for (let i = 0; i < 2; i++) {
-      await assert.rejects(
-        adapter.charge(request, { idempotencyKey: key, timeoutMs: 5_000 }),
-        GatewayOutcomeUnknownError,
-      );
-    }
+    const options = { idempotencyKey: key, timeoutMs: 5_000, firstAttemptAt: new Date() };
+    await assert.rejects(adapter.charge(request, options), GatewayOutcomeUnknownError, "the first answer is the 500");
+    // Stripe replays the saved 500 to the retry; the adapter reads the list (search would not show it for a minute).
+    const settled = await adapter.charge(request, options);
     const rows = await intentsUnder(key);
-    assert.equal(rows.length, 1);
+    assert.equal(rows.length, 1, "nothing charged again");
     assert.equal(rows[0]!.status, "succeeded", "the money moved");
+    assert.equal(settled.id, rows[0]!.id);
+    assert.equal(settled.status, "succeeded");
+  });
+
+  test("a 500 saved under a key that charged nothing stays unknown on every retry", async () => {
+    const key = gatewayKey();
+    const options = { idempotencyKey: key, timeoutMs: 5_000, firstAttemptAt: new Date() };
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(adapter.charge(chargeRequest("tok_error"), options), GatewayOutcomeUnknownError);
+    }
+    assert.equal((await intentsUnder(key)).length, 0);
   });
 });
 
@@ -291,6 +300,17 @@ describe("Stripe adapter: findCharge over a lagging search", () => {
     // The danger the window guards against: once it is over, a miss counts as
     // a proof. That is why it must be longer than the search can lag.
     assert.equal((await adapter.findCharge(lookupOf(key, request, longAgo()))).kind, "not_charged");
+  });
+
+  test("a young operation's charge is found at once by the list, however far search lags", async () => {
+    const key = gatewayKey();
+    const request = chargeRequest("tok_search_lag_60000");
+    const firstAttemptAt = new Date();
+    const made = await adapter.charge(request, { idempotencyKey: key, timeoutMs: 5_000 });
+    const found = await adapter.findCharge({ ...lookupOf(key, request, new Date()), firstAttemptAt });
+    assert.equal(found.kind === "charged" && found.charge.id, made.id);
+    const never = await adapter.findCharge({ ...lookupOf(gatewayKey(), request, new Date()), firstAttemptAt });
+    assert.equal(never.kind, "unproven", "a miss proves nothing while a request may still be on its way");
   });
 
   test("a key never charged: unproven inside the window, not_charged after it", async () => {

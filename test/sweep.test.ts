@@ -45,6 +45,8 @@ describe("reaping abandoned requests", () => {
     const retry = await postCharge({ apiKey, key: record.idempotencyKey!, body });
     assert.equal(retry.status, 500);
     assert.equal(retry.json.error.code, "request_abandoned");
+    assert.equal(retry.json.error.gateway, "no_trace", "the gateway has no trace of it, and the answer says so");
+    assert.match(retry.json.error.message, /no trace/);
     assert.equal(retry.headers.get("idempotent-replay"), "true");
     assert.equal((await gatewayCharges(body.customer_id)).length, 0);
   });

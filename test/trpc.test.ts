@@ -251,11 +251,16 @@ describe("tRPC procedures", () => {
       return s.clients[0]!.points.at(-1)!.keyed === 1 && s;
     });
     const points = series.clients[0]!.points;
-    assert.ok(points.length >= 48);
+    // From the first counted hour (or 48 h back, whichever is later) to now, every hour present.
+    const hours = (points.at(-1)!.bucket.getTime() - series.since.getTime()) / 3_600_000 + 1;
+    assert.ok(series.since >= series.spanStart);
+    assert.equal(points.length, hours);
     assert.equal(points.at(-1)!.keylessShare, 0.5);
-    assert.equal(points[0]!.keylessShare, null, "no traffic two days ago is not 0 % keyless");
+    for (const p of points) {
+      if (p.keyed + p.keyless === 0) assert.equal(p.keylessShare, null, "no traffic is not 0 % keyless");
+    }
     const daily = await as(support).rollout.series({ granularity: "day" });
-    assert.ok(daily.all.length >= 30);
+    assert.ok(daily.all.length >= 1 && daily.since >= daily.spanStart);
   });
 
   test("sweep status reports the table without counting it", async () => {

@@ -1,11 +1,13 @@
 /**
- * TOTP second factor (otplib): enrolled from the dashboard, then asked for at
- * every sign-in; a code works once; engineers need it when STAFF_REQUIRE_2FA=true
- * (an app instance of its own here).
+ * TOTP second factor (otplib): enrolled from the dashboard (after the password),
+ * then asked for at every sign-in; a code works once; secrets are sealed at
+ * rest; engineers need it with NODE_ENV=production unless switched off (an app
+ * instance of its own here).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { generate, generateSecret } from "otplib";
+import { openTotpSecret } from "~/server/auth/totpSecretBox";
 import { closeConnections, db, startAppInstance } from "./helpers";
 import { Browser, createStaffAccount, signedIn } from "./staffHttp";
 
@@ -14,7 +16,8 @@ const STRICT_URL = `http://127.0.0.1:${PORT}`;
 let strictApp: Awaited<ReturnType<typeof startAppInstance>>;
 
 before(async () => {
-  strictApp = await startAppInstance(PORT, { STAFF_REQUIRE_2FA: "true" });
+  assert.equal(process.env.STAFF_REQUIRE_2FA, undefined, "the production instance takes the default");
+  strictApp = await startAppInstance(PORT, { NODE_ENV: "production" });
 });
 after(async () => {
   await strictApp?.stop();
@@ -26,7 +29,9 @@ describe("two-factor sign-in", () => {
     const account = await createStaffAccount("support");
     const browser = await signedIn(account);
     const other = await signedIn(account);
-    const started = await browser.mutate("account.startTwoFactor");
+    const refused = await browser.mutate("account.startTwoFactor", { password: "not-the-password" });
+    assert.equal(refused.status, 400, "enrolment asks for the password");
+    const started = await browser.mutate("account.startTwoFactor", { password: account.password });
     assert.equal(started.status, 200);
     const { secret, uri, qrSvg } = started.data;
     assert.match(uri, /^otpauth:\/\/totp\/Charges:/);
@@ -42,10 +47,39 @@ describe("two-factor sign-in", () => {
     assert.equal((await next.query("sweep.status")).status, 401, "the password alone opens nothing");
     assert.equal((await next.post("/api/auth/verify", { code: "123456" })).status, 401);
     const failed = await db.auditEvent.findFirstOrThrow({
-      where: { action: "login.failed", actorLabel: account.email },
+      where: { action: "login.failed", details: { contains: account.email } },
       orderBy: { id: "desc" },
     });
     assert.equal(JSON.parse(failed.details!).reason, "wrong_code");
+  });
+
+  test("the secret is stored sealed: the database alone cannot make codes", async () => {
+    const account = await createStaffAccount("support");
+    const browser = await signedIn(account);
+    const { secret } = (await browser.mutate("account.startTwoFactor", { password: account.password })).data;
+    assert.equal((await browser.mutate("account.confirmTwoFactor", { code: await generate({ secret }) })).status, 200);
+    const { totpSecret } = await db.staffUser.findUniqueOrThrow({ where: { id: account.id } });
+    assert.match(totpSecret!, /^v1\./);
+    assert.ok(!totpSecret!.includes(secret), "not the secret itself");
+    assert.equal(openTotpSecret(totpSecret!, account.id), secret, "TOTP_ENCRYPTION_KEY opens it");
+    assert.throws(() => openTotpSecret(totpSecret!, account.id + 1), "copied to another user's row, it does not");
+  });
+
+  test("enrolment asks for the password: wrong ones are audited and throttled", async () => {
+    const account = await createStaffAccount("support");
+    const browser = await signedIn(account);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++)
+      statuses.push((await browser.mutate("account.startTwoFactor", { password: `guess-${i}` })).status);
+    assert.deepEqual(statuses, [400, 400, 400, 400, 400, 429]);
+    const right = await browser.mutate("account.startTwoFactor", { password: account.password });
+    assert.equal(right.status, 429, "even the right one waits");
+    const failures = await db.auditEvent.findMany({
+      where: { action: "password.check_failed", targetId: String(account.id) },
+    });
+    assert.equal(failures.length, 7);
+    assert.equal(JSON.parse(failures[0]!.details!).purpose, "enrol_two_factor");
+    assert.equal(failures[0]!.actorLabel, account.email);
   });
 
   test("a code opens one session: the same code again is refused", async () => {
@@ -65,7 +99,7 @@ describe("two-factor sign-in", () => {
     assert.equal((await new Browser().post("/api/auth/verify", { code: "123456" })).status, 401);
   });
 
-  test("with STAFF_REQUIRE_2FA=true an engineer without a second factor may read but not act", async () => {
+  test("with NODE_ENV=production an engineer without a second factor may read but not act", async () => {
     const account = await createStaffAccount("engineer");
     const browser = await signedIn(account, { baseUrl: STRICT_URL });
     assert.equal((await browser.query("sweep.status")).status, 200);
@@ -74,7 +108,7 @@ describe("two-factor sign-in", () => {
     assert.match(refused.error!.message, /two-factor/);
     assert.equal((await browser.query("account.me")).data.twoFactorRequired, true);
 
-    const { secret } = (await browser.mutate("account.startTwoFactor")).data;
+    const { secret } = (await browser.mutate("account.startTwoFactor", { password: account.password })).data;
     assert.equal((await browser.mutate("account.confirmTwoFactor", { code: await generate({ secret }) })).status, 200);
     assert.equal(
       (await browser.mutate("rollout.setMode", { mode: "required", reason: "two-factor test" })).status,

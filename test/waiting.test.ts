@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ChargesClient } from "~/client";
+import { serializeKey } from "~/server/http/idempotencyProtocol";
 import {
   APP_URL,
   chargeBody,
@@ -120,6 +121,34 @@ describe("GET /api/charges?idempotency_key=K", () => {
     assert.equal(missing.status, 400);
     assert.equal((await missing.json()).error.code, "invalid_idempotency_key");
     assert.equal((await fetch(`${APP_URL}/api/charges?idempotency_key=x`)).status, 401);
+  });
+
+  test("the query takes the key in either of the header's forms, through the same parser", async () => {
+    // A key with an escaped quote and a comma: only its structured-field form can carry it.
+    const key = `${uniqueKey("sf")}, "x"`;
+    const quoted = serializeKey(key);
+    const created = await postCharge({ apiKey, key: quoted, body: chargeBody() });
+    assert.equal(created.status, 201, created.text);
+    const found = await getOperation(quoted);
+    assert.equal(found.status, 201, "the structured-field form names the key the header named");
+    assert.equal(await found.text(), created.text);
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey });
+    assert.equal((await sdk.findByIdempotencyKey(key)).state, "complete", "the SDK sends the key in that form");
+
+    const bare = uniqueKey("bare");
+    const plain = await postCharge({ apiKey, key: `"${bare}"`, body: chargeBody() });
+    assert.equal((await getOperation(bare)).status, 201, "and the bare form");
+    assert.equal((await getOperation(`"${bare}"`)).status, 201);
+    assert.equal(plain.status, 201);
+
+    // What the header refuses, the query refuses with the same answer.
+    for (const invalid of ['"unbalanced', "k1, k2", '"k1", "k2"', '"\\x"', "x".repeat(65)]) {
+      const header = await postCharge({ apiKey, key: invalid, body: chargeBody() });
+      const query = await getOperation(invalid);
+      assert.equal(header.status, 400, invalid);
+      assert.equal(query.status, 400, invalid);
+      assert.deepEqual(await query.json(), header.json, invalid);
+    }
   });
 
   test("the SDK settles an operation whose deadline ran out, and waits with Prefer by default", async () => {

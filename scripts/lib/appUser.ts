@@ -1,17 +1,66 @@
 /**
- * The application's own database user, with only what the app needs: SELECT,
- * INSERT, UPDATE and DELETE on each of its tables, but SELECT and INSERT alone
- * on the append-only ones (audit_*), and nothing on the migrations' bookkeeping.
- * Migrations run as the admin user. The grants are computed from
- * information_schema after the migrations ran, so tables that later
- * migrations add are covered the next time this runs.
+ * The application's own database user, with only what the app's code does:
+ * APP_GRANTS declares each table's privileges, and test/auditAndPrivileges.test.ts
+ * compares the database's grants with it and checks every table is declared.
+ * A table missing from the list gets nothing (its code fails loudly instead of
+ * running with a guess). Migrations run as the admin user and are not the
+ * app's: `_prisma_migrations` is not listed.
  */
 import { randomBytes } from "node:crypto";
 import * as mariadb from "mariadb";
 import { connectionOptions, databaseName } from "./mariadbServer";
 
-/** Tables whose rows may be added and read, never changed or removed. */
-export const APPEND_ONLY = /^audit_/;
+/** A table privilege, or UPDATE of some columns only (`UPDATE (a, b)`, columns in alphabetical order). */
+type Privilege = "SELECT" | "INSERT" | "UPDATE" | "DELETE" | `UPDATE (${string})`;
+const READ_ADD = ["SELECT", "INSERT"] as const;
+const READ_ADD_CHANGE = ["SELECT", "INSERT", "UPDATE"] as const;
+const ALL = ["SELECT", "INSERT", "UPDATE", "DELETE"] as const;
+
+/**
+ * What the code does to each table (INSERT ... ON DUPLICATE KEY UPDATE and Prisma's upsert need UPDATE).
+ * Why each has more than SELECT and INSERT:
+ */
+export const APP_GRANTS: Record<string, readonly Privilege[]> = {
+  // UPDATE: a client's own key-required switch (src/server/rollout/mode.ts). Clients are never deleted.
+  api_clients: READ_ADD_CHANGE,
+  // UPDATE: rotation's grace end, revocation (src/server/apiClients/manage.ts). Keys are never deleted.
+  api_keys: READ_ADD_CHANGE,
+  // Written once per charge (src/server/charges/chargeRows.ts); after that only what refunds move, under the
+  // charge's row lock (src/server/refunds/holds.ts). The records' pruning sets idempotent_request_id NULL
+  // through the foreign key, which needs no privilege of ours.
+  charges: ["SELECT", "INSERT", "UPDATE (amount_refunded_cents, refund_held_cents)"],
+  // Written once per refund (src/server/refunds/refundWork.ts).
+  refunds: READ_ADD,
+  // An in-flight refund's hold, deleted when its operation ends (src/server/refunds/holds.ts).
+  refund_holds: ["SELECT", "INSERT", "DELETE"],
+  // The lifecycle's claims, transitions, take-overs and pruning (src/server/idempotency/lifecycle.ts).
+  idempotent_requests: ALL,
+  // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts).
+  idempotency_key_reuses: ["SELECT", "INSERT", "DELETE"],
+  // DELETE: pruned with the records (src/server/idempotency/events.ts).
+  idempotency_events: ["SELECT", "INSERT", "DELETE"],
+  // Counts added with ON DUPLICATE KEY UPDATE; the fold deletes the shards it summed (src/server/rollout).
+  request_count_buckets: ALL,
+  request_count_hours: READ_ADD_CHANGE,
+  request_count_days: READ_ADD_CHANGE,
+  // INSERT IGNORE only (src/server/customers/duplicates.ts).
+  possible_duplicate_charges: READ_ADD,
+  // The mode, the duplicates' watermark, the API keys' version: upserted, never deleted.
+  settings: READ_ADD_CHANGE,
+  // UPDATE: passwords, roles, disabling, second factors (src/server/staff). Staff are never deleted.
+  staff_users: READ_ADD_CHANGE,
+  // Sessions end by deletion (src/server/auth/session.ts).
+  staff_sessions: ALL,
+  // Append-only.
+  audit_events: READ_ADD,
+  // rate-limiter-flexible's store: counts go up, expire and are deleted.
+  rate_limits: ALL,
+  // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts).
+  sweep_runs: ALL,
+  reconciliation_runs: ALL,
+  // UPDATE: last seen, resolved by a run, closed by an engineer (written once: a trigger). Never deleted.
+  ledger_mismatches: READ_ADD_CHANGE,
+};
 const NOT_FOR_THE_APP = new Set(["_prisma_migrations"]);
 
 const ident = (name: string) => `\`${name.replaceAll("`", "``")}\``;
@@ -34,7 +83,10 @@ export async function appGrants(conn: mariadb.Connection, database: string): Pro
   const grants = new Map<string, string>();
   for (const { name } of tables) {
     if (NOT_FOR_THE_APP.has(name)) continue;
-    grants.set(name, APPEND_ONLY.test(name) ? "SELECT, INSERT" : "SELECT, INSERT, UPDATE, DELETE");
+    const privileges = APP_GRANTS[name];
+    if (privileges) grants.set(name, privileges.join(", "));
+    else
+      console.warn(`warning: table ${name} is not in APP_GRANTS (scripts/lib/appUser.ts): the app gets nothing on it`);
   }
   return grants;
 }

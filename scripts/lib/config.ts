@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { sessionSecretProblem } from "../../src/server/auth/sessionSecret";
+import { sessionSecretProblem } from "../../src/lib/sessionSecret";
+import { totpKeyProblem } from "../../src/lib/totpKeyProblem";
 
 export const root = path.resolve(import.meta.dirname, "../..");
 
@@ -47,38 +48,41 @@ export function gatewayEnv(simulatorUrl: string, opts: { realStripeAllowed: bool
 }
 
 /**
- * A configured SESSION_SECRET must be a good one (the app would refuse it at
- * boot anyway; this says so before the build). Without one, `npm start` makes
- * one and keeps it in .data/ (git-ignored), so sessions survive a restart.
+ * A configured SESSION_SECRET (or TOTP_ENCRYPTION_KEY) must be a good one (the
+ * app would refuse it at boot anyway; this says so before the build). Without
+ * one, `npm start` makes one and keeps it in .data/ (git-ignored), so sessions
+ * and enrolled second factors survive a restart; tests make one per run.
  */
-function sessionSecret(keepIn: string | null): string {
-  const configured = process.env.SESSION_SECRET;
+function secret(name: string, problemOf: (value: string) => string | null, keepIn: string | null): string {
+  const configured = process.env[name];
   if (configured) {
-    const problem = sessionSecretProblem(configured);
-    if (problem) throw new Error(`SESSION_SECRET ${problem}`);
+    const problem = problemOf(configured);
+    if (problem) throw new Error(`${name} ${problem}`);
     return configured;
   }
   if (!keepIn) return randomBytes(32).toString("hex");
   if (existsSync(keepIn)) return readFileSync(keepIn, "utf8").trim();
-  const secret = randomBytes(32).toString("hex");
+  const value = randomBytes(32).toString("hex");
   mkdirSync(path.dirname(keepIn), { recursive: true });
-  writeFileSync(keepIn, `${secret}\n`, { mode: 0o600 });
-  console.log(`SESSION_SECRET is not set: generated one in ${path.relative(root, keepIn)}`);
-  return secret;
+  writeFileSync(keepIn, `${value}\n`, { mode: 0o600 });
+  console.log(`${name} is not set: generated one in ${path.relative(root, keepIn)}`);
+  return value;
 }
+
+const keptIn = (dir: string | null, name: string) => (dir ? path.join(dir, name) : null);
 
 type StackOptions = {
   appPort: number;
   gatewayPort: number;
   realStripeAllowed: boolean;
   extra: Record<string, string>;
-  /** Where a generated SESSION_SECRET is kept (npm start), or null for one per run (tests). */
-  secretFile: string | null;
+  /** Where generated secrets are kept (npm start), or null for new ones per run (tests). */
+  secretDir: string | null;
 };
 
 function stack(
   databaseUrl: string,
-  { appPort, gatewayPort, realStripeAllowed, extra, secretFile }: StackOptions,
+  { appPort, gatewayPort, realStripeAllowed, extra, secretDir }: StackOptions,
 ): StackConfig {
   const gatewayDatabaseUrl = withDatabase(databaseUrl, `${new URL(databaseUrl).pathname.slice(1)}_gateway`);
   const simulatorUrl = `http://127.0.0.1:${gatewayPort}`;
@@ -90,7 +94,8 @@ function stack(
     env: {
       DATABASE_URL: databaseUrl,
       ...gatewayEnv(simulatorUrl, { realStripeAllowed }),
-      SESSION_SECRET: sessionSecret(secretFile),
+      SESSION_SECRET: secret("SESSION_SECRET", sessionSecretProblem, keptIn(secretDir, "session-secret")),
+      TOTP_ENCRYPTION_KEY: secret("TOTP_ENCRYPTION_KEY", totpKeyProblem, keptIn(secretDir, "totp-encryption-key")),
       ...extra,
     },
   };
@@ -98,14 +103,34 @@ function stack(
 
 const DEFAULT_DATABASE_URL = "mysql://root@127.0.0.1:3306/charges";
 
-/** The admin connection of `npm start` and `npm test`: DATABASE_ADMIN_URL, else DATABASE_URL (older .env files). */
-const adminUrl = () => process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+/**
+ * The one rule for which database a command works on: DATABASE_ADMIN_URL, else DATABASE_URL (older .env files),
+ * else the local default. `npm start`, `npm test` (its base), the CLIs and db:migrate all resolve it here, so
+ * an API client or staff member made from the command line lands in the database the app serves.
+ */
+export const adminDatabaseUrl = () =>
+  process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+
+/**
+ * For a command that runs server code in its own process (clients, staff, reconcile): reads .env and points
+ * the server's DATABASE_URL at `npm start`'s database. Call it before anything imports `~/env`.
+ */
+export function pointAtStartDatabase(): string {
+  loadDotEnv();
+  const url = adminDatabaseUrl();
+  process.env.DATABASE_URL = url;
+  return url;
+}
 
 /** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), ports 3000 and 4010. */
 export function devConfig(): StackConfig {
   const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
-  const secretFile = path.join(root, ".data/session-secret");
-  return stack(adminUrl(), { ...ports, realStripeAllowed: true, extra: {}, secretFile });
+  return stack(adminDatabaseUrl(), {
+    ...ports,
+    realStripeAllowed: true,
+    extra: {},
+    secretDir: path.join(root, ".data"),
+  });
 }
 
 /**
@@ -117,7 +142,8 @@ if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error
 
 /**
  * The ports of this slot, by band and offset (each band is 20 wide per slot). Taken so far:
- * app band 0 (the suite's app), 1 (crash), 2 (database restart), 3 (API keys), 10-11 (fault run),
+ * app band 0 (the suite's app), 1 (crash), 2 (database restart), 3 (API keys), 4-5 (second instances), 6-7 (client
+ * address), 8 (key revocation), 10-11 (fault run),
  * 12-13 (cluster test), 15-17 (benchmarks: app, floor server, app without idempotency),
  * 18-19 (the soak benchmark's two app instances);
  * gateway band 0, 2, 10, 12 (cluster), 15 (benchmarks), 18 (the soak benchmark);
@@ -155,7 +181,7 @@ const TEST_SEARCH_CONSISTENCY_MS = 1_000;
  * simulator (never against Stripe itself).
  */
 export function testConfig(): StackConfig {
-  const base = adminUrl();
+  const base = adminDatabaseUrl();
   const name = testSlot === 0 ? "charges_test" : `charges_test${testSlot}`;
   const extra = {
     NODE_ENV: "test",
@@ -166,9 +192,12 @@ export function testConfig(): StackConfig {
     STRIPE_SEARCH_CONSISTENCY_MS: String(TEST_SEARCH_CONSISTENCY_MS),
     // Tests reconcile when they mean to (and the run ends with one), not whenever a sweep is due.
     RECONCILE_INTERVAL_MS: "0",
+    // The tests play a trusted proxy: each test browser's X-Forwarded-For gives it an address of its own
+    // (test/clientAddress.test.ts checks 0 and 2 hops on instances of its own).
+    TRUSTED_PROXY_HOPS: "1",
     // GET /api/metrics answers this run's tests (test/metrics.test.ts).
     METRICS_TOKEN: process.env.METRICS_TOKEN ?? randomBytes(24).toString("hex"),
   };
   const ports = { appPort: slotPort.app(0), gatewayPort: slotPort.gateway(0) };
-  return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra, secretFile: null });
+  return stack(withDatabase(base, name), { ...ports, realStripeAllowed: false, extra, secretDir: null });
 }

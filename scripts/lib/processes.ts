@@ -72,10 +72,14 @@ async function startService(
   if (await answers(healthUrl))
     throw new Error(`${name}: ${baseUrl} already answers; stop the process left on that port first`);
   const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: stdio(output) });
-  return {
-    service: { name, url: baseUrl, child, stop: () => stopChild(child) } as Service,
-    ready: waitForHttp(healthUrl, 120_000, child),
-  };
+  const service = { name, url: baseUrl, child, stop: () => stopChild(child) } as Service;
+  // A service that never became healthy is stopped, not left behind on its port: on a loaded machine a fault
+  // run's restarted app once missed the 120 s and outlived the run, and the next run on that slot found the port taken.
+  const ready = waitForHttp(healthUrl, 120_000, child).catch(async (error) => {
+    await service.stop();
+    throw error;
+  });
+  return { service, ready };
 }
 
 /** The simulated payment gateway (both protocols), on its own port with its own database. */

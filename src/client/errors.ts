@@ -12,21 +12,52 @@ export class InvalidIdempotencyKeyError extends TypeError {
   }
 }
 
-/** The deadline passed without a final answer. The charge may or may not have been made. */
-export class ChargeDeadlineError extends Error {
+/** How the deadline error names its operation and the calls that settle it. */
+type Wording = { noun: string; find: string; create: string };
+
+/**
+ * The deadline passed without a final answer: the operation may or may not have been carried out.
+ * Caught as one class for every operation; ChargeDeadlineError and RefundDeadlineError say which.
+ */
+export class OperationDeadlineError extends Error {
   constructor(
     readonly idempotencyKey: string,
     readonly attempts: number,
     readonly lastProblem: string,
+    { noun, find, create }: Wording,
   ) {
     super(
       `No final answer for Idempotency-Key ${idempotencyKey} after ${attempts} attempts (last: ${lastProblem}). ` +
-        "The charge may or may not have been made, so never retry it with a new key. Settle it without resending: " +
-        `findByIdempotencyKey("${idempotencyKey}") answers "complete" (with the stored result), "in_progress" ` +
-        '(ask again after retryAfterMs) or "unknown" (nothing was recorded under this key: send createCharge ' +
-        "again with the same key and body). Or simply call createCharge again with the same key and body.",
+        `The ${noun} may or may not have been made, so never retry it with a new key. Settle it without ` +
+        `resending: ${find}("${idempotencyKey}") answers "complete" (with the stored result), "in_progress" ` +
+        `(ask again after retryAfterMs) or "unknown" (nothing was recorded under this key: send ${create} ` +
+        `again with the same key and body). Or simply call ${create} again with the same key and body.`,
     );
+    this.name = "OperationDeadlineError";
+  }
+}
+
+/** createCharge (client.charges.create) ran out of time: the charge may or may not have been made. */
+export class ChargeDeadlineError extends OperationDeadlineError {
+  constructor(idempotencyKey: string, attempts: number, lastProblem: string) {
+    super(idempotencyKey, attempts, lastProblem, {
+      noun: "charge",
+      find: "findByIdempotencyKey",
+      create: "createCharge",
+    });
     this.name = "ChargeDeadlineError";
+  }
+}
+
+/** client.refunds.create ran out of time: the refund may or may not have been made. */
+export class RefundDeadlineError extends OperationDeadlineError {
+  constructor(idempotencyKey: string, attempts: number, lastProblem: string) {
+    super(idempotencyKey, attempts, lastProblem, {
+      noun: "refund",
+      find: "refunds.findByIdempotencyKey",
+      create: "refunds.create",
+    });
+    this.name = "RefundDeadlineError";
   }
 }
 
@@ -41,12 +72,12 @@ export class ChargesApiError extends Error {
   }
 }
 
-/** The stored operation under this reference was made with another body (or key). */
+/** The stored operation under this reference was made with another body (or key, or is another kind). */
 export class OperationMismatchError extends Error {
   constructor(readonly reference: string) {
     super(
-      `Operation "${reference}" is stored with another body or key; a changed request is a new operation ` +
-        "and needs a new reference.",
+      `Operation "${reference}" is stored with another body or key, or as another kind of operation (a charge, ` +
+        "a refund); a changed request is a new operation and needs a new reference.",
     );
     this.name = "OperationMismatchError";
   }

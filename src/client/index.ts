@@ -8,9 +8,9 @@
  * │ A timeout does not mean the charge failed: the server (or the gateway)   │
  * │ may still be working on it. A retry with a NEW key is a new operation to │
  * │ the server, so it charges the customer again. That is exactly how the    │
- * │ double-charge incident happened. createCharge() makes the key once, up   │
- * │ front, and sends it on every attempt; give it a store and a reference    │
- * │ to make the operation survive a restart of your process.                 │
+ * │ double-charge incident happened. charges.create() and refunds.create()   │
+ * │ make the key once, up front, and send it on every attempt; give the      │
+ * │ client a store and a reference to make the operation survive a restart.  │
  * └──────────────────────────────────────────────────────────────────────────┘
  *
  * The SDK shares two files with the server, src/server/http/errorRegistry.ts and
@@ -18,6 +18,30 @@
  * The file-backed store is Node-only and lives apart: src/client/fileOperationStore.
  */
 export { ChargesClient, type ChargesClientOptions } from "./ChargesClient";
-export { ChargeDeadlineError, ChargesApiError, InvalidIdempotencyKeyError, OperationMismatchError } from "./errors";
-export { MemoryOperationStore, type OperationStore, type StoredOperation } from "./operationStore";
-export type { ApiErrorBody, Charge, ChargeResult, CreateChargeParams, OperationState } from "./types";
+export {
+  ChargeDeadlineError,
+  ChargesApiError,
+  InvalidIdempotencyKeyError,
+  OperationDeadlineError,
+  OperationMismatchError,
+  RefundDeadlineError,
+} from "./errors";
+export type { CreateOptions, MoneyOperations } from "./moneyOperations";
+export {
+  MemoryOperationStore,
+  type MoneyResource,
+  type OperationStore,
+  type StoredOperation,
+} from "./operationStore";
+export type {
+  ApiErrorBody,
+  Charge,
+  ChargeResult,
+  CreateChargeParams,
+  CreateRefundParams,
+  OperationResult,
+  OperationState,
+  Refund,
+  RefundReason,
+  RefundResult,
+} from "./types";

@@ -1,3 +1,6 @@
+/** The money operations of the API, named as the client's namespaces: `client.charges`, `client.refunds`. */
+export type MoneyResource = "charges" | "refunds";
+
 /**
  * A durable record of each operation, saved BEFORE its first attempt, so that a client process that
  * restarts resumes the same operation (same key, same body) instead of starting a new one, which
@@ -11,6 +14,8 @@
  */
 export type StoredOperation = {
   reference: string;
+  /** What the operation is: `client.charges` or `client.refunds`. Absent (stored before refunds): a charge. */
+  resource?: MoneyResource;
   idempotencyKey: string;
   /** The exact JSON body sent on every attempt. */
   body: string;

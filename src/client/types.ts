@@ -1,8 +1,32 @@
+import type { ApiErrorCode } from "../server/http/errorRegistry";
+
 export type CreateChargeParams = {
   amount_cents: number;
   currency: string;
   card_token: string;
   customer_id?: string | null;
+};
+
+export type RefundReason = "duplicate" | "requested_by_customer" | "fraudulent";
+
+export type CreateRefundParams = {
+  /** The charge's id, `ch_...`. */
+  charge: string;
+  /** Default: what is left to refund on the charge. */
+  amount_cents?: number;
+  reason?: RefundReason;
+};
+
+export type Refund = {
+  id: string;
+  object: "refund";
+  charge: string;
+  amount_cents: number;
+  currency: string;
+  status: "succeeded";
+  reason: RefundReason | null;
+  gateway_refund_id: string;
+  created_at: string;
 };
 
 export type Charge = {
@@ -14,19 +38,33 @@ export type Charge = {
   customer_id: string | null;
   failure_code: string | null;
   gateway_charge_id: string;
+  amount_refunded_cents: number;
+  refunds: Refund[];
   created_at: string;
 };
 
-export type ApiErrorBody = { code: string; message: string; doc_url?: string; [detail: string]: unknown };
+/** A code of the error registry (a newer server may send one this SDK does not know yet, hence any string). */
+export type ApiErrorBody = {
+  code: ApiErrorCode | (string & {});
+  message: string;
+  doc_url?: string;
+  [detail: string]: unknown;
+};
 
-export type ChargeResult =
-  | { ok: true; status: number; charge: Charge; replayed: boolean; attempts: number; idempotencyKey: string }
-  | { ok: false; status: number; error: ApiErrorBody; replayed: boolean; attempts: number; idempotencyKey: string };
+type Answered = { status: number; replayed: boolean; attempts: number; idempotencyKey: string };
+
+/** The final answer of a money operation: the object under its own name (`charge`, `refund`), or the error. */
+export type OperationResult<Name extends string, Created> =
+  | (Answered & { ok: true } & { [K in Name]: Created })
+  | (Answered & { ok: false; error: ApiErrorBody });
+
+export type ChargeResult = OperationResult<"charge", Charge>;
+export type RefundResult = OperationResult<"refund", Refund>;
 
 /** What findByIdempotencyKey learned about an operation. */
-export type OperationState =
-  /** Finished: the same result createCharge gives (replayed: true). */
-  | { state: "complete"; result: ChargeResult }
+export type OperationState<Result = ChargeResult> =
+  /** Finished: the same result create gives (replayed: true). */
+  | { state: "complete"; result: Result }
   /** Still running (or its gateway outcome is being settled): ask again after retryAfterMs. */
   | { state: "in_progress"; ageSeconds: number | undefined; retryAfterMs: number; idempotencyKey: string }
   /** Nothing is recorded under this key for this API client (never arrived, expired after 24 h, or not yours). */

@@ -37,6 +37,14 @@ export async function removeCharges(db: mariadb.Pool | mariadb.Connection, gatew
   await db.query(`DELETE FROM ${SOURCE[gateway].table} WHERE id IN (?)`, [ids]);
 }
 
+/** Every charge for the customers whose reference starts with `prefix`: its gateway id and customer. */
+export function chargesOfCustomersLike(db: mariadb.Pool | mariadb.Connection, gateway: GatewayKind, prefix: string) {
+  const { table, customer } = SOURCE[gateway];
+  return db.query(`SELECT id, ${customer} AS customerId FROM ${table} WHERE ${customer} LIKE ?`, [
+    `${prefix}%`,
+  ]) as Promise<{ id: string; customerId: string }[]>;
+}
+
 /** The refunds the simulator made of one charge (gateway id: a sim charge or a PaymentIntent), oldest first. */
 export function refundsOfCharge(db: mariadb.Pool | mariadb.Connection, gatewayChargeId: string) {
   return db.query("SELECT id, idempotency_key, amount, metadata FROM sim_refunds WHERE charge_ref = ? ORDER BY seq", [

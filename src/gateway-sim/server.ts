@@ -4,7 +4,7 @@
  * idempotency: one charge per Idempotency-Key, forever the same answer.
  *
  *   POST /v1/charges                              (Idempotency-Key required; Charge-Not-After optional)
- *   GET  /v1/charges/by-idempotency-key/:key
+ *   GET  /v1/charges/by-idempotency-key/:key         (404 names a refusal under the key, if any)
  *   GET  /v1/charges?created_gte=&created_lt=&starting_after=&limit=   (the charge list, oldest first)
  *   /v1/refunds                                   (refunds of its charges, see ./refunds.ts)
  *   GET  /health
@@ -21,6 +21,7 @@ import { mysqlConnectionOptions } from "../lib/mysqlUrl";
 import { behaviourFor } from "./behaviour";
 import { REFUNDS_TABLE } from "./refundLedger";
 import { refundsApi } from "./refunds";
+import { noteRefusal, REFUSALS_SCHEMA, REQUEST_EXPIRED, refusalOf } from "./refusals";
 import { stripeApi } from "./stripe/api";
 import { ensureStripeSchema } from "./stripe/schema";
 
@@ -103,6 +104,7 @@ async function ensureSchema(url: string) {
   await conn.query(`USE \`${name}\``);
   await conn.query(SCHEMA);
   await conn.query(REFUNDS_TABLE);
+  await conn.query(REFUSALS_SCHEMA);
   const columns: { COLUMN_NAME: string }[] = await conn.query(
     "SELECT COLUMN_NAME FROM information_schema.columns WHERE table_schema = ? AND table_name = 'sim_charges'",
     [name],
@@ -146,10 +148,50 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * A locking read: a charge whose INSERT passed its deadline check but has not committed yet holds its row, and
+ * this waits for it instead of answering "no charge" while it is about to land (insertCharge).
+ */
 async function findByKey(key: string): Promise<Row | undefined> {
-  const rows: Row[] = await pool.query("SELECT * FROM sim_charges WHERE idempotency_key = ?", [key]);
+  const rows: Row[] = await pool.query("SELECT * FROM sim_charges WHERE idempotency_key = ? LOCK IN SHARE MODE", [key]);
   return rows[0];
 }
+
+/**
+ * Inserts the charge unless its not-after time has passed by the time the row is in. The check runs after the
+ * INSERT, in its transaction: an INSERT held up by a lock or a stalled disk is rolled back when it comes through
+ * late, and charges nothing (a check before it let the charge land after a sweep had written it off). The
+ * refusal is noted before the rollback releases the row, so a lookup that waited on it sees the refusal.
+ */
+async function insertCharge(key: string, values: unknown[], notAfter: number | null): Promise<"inserted" | "late"> {
+  const conn = await pool.getConnection();
+  try {
+    await conn.beginTransaction();
+    await conn.query(
+      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token,
+         status, decline_code, message, created_at, respond_after, metadata)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      values,
+    );
+    if (notAfter !== null && Date.now() > notAfter) {
+      await noteRefusal(pool, key, REQUEST_EXPIRED.code);
+      await conn.rollback();
+      return "late";
+    }
+    await conn.commit();
+    return "inserted";
+  } catch (error) {
+    await conn.rollback().catch(() => {});
+    throw error;
+  } finally {
+    await conn.release();
+  }
+}
+
+const refuseLate = async (res: ServerResponse, key: string) => {
+  await noteRefusal(pool, key, REQUEST_EXPIRED.code);
+  send(res, 410, { error: REQUEST_EXPIRED });
+};
 
 /** Answers when the charge is "done": a slow card answers late, whoever asks. */
 async function answer(res: ServerResponse, row: Row) {
@@ -175,13 +217,12 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
   if (behaviour.kind === "succeed" && behaviour.processAfterMs) await sleep(behaviour.processAfterMs);
   // A request carried out after its not-after time creates nothing: its sender has given up on it, and may
   // have written the operation off as never charged. Under a key already charged it is a replay, as ever.
-  const notAfter = req.headers["charge-not-after"];
-  if (typeof notAfter === "string" && Date.now() > new Date(notAfter).getTime()) {
+  const header = req.headers["charge-not-after"];
+  const notAfter = typeof header === "string" ? new Date(header).getTime() : null;
+  if (notAfter !== null && Date.now() > notAfter) {
     const existing = await findByKey(key);
     if (existing && existing.request_hash === hash) return answer(res, existing);
-    return send(res, 410, {
-      error: { code: "request_expired", message: "Carried out after its Charge-Not-After time; nothing was charged" },
-    });
+    return refuseLate(res, key);
   }
   if (behaviour.kind === "error") {
     return send(res, 500, { error: { code: "processing_error", message: "Simulated processor failure" } });
@@ -205,10 +246,8 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
   try {
     // The money moves here, before the (possibly slow) answer: a caller that
     // gives up waiting has still been charged.
-    await pool.query(
-      `INSERT INTO sim_charges (id, idempotency_key, request_hash, amount_cents, currency, customer_id, card_token,
-         status, decline_code, message, created_at, respond_after, metadata)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    const inserted = await insertCharge(
+      key,
       [
         row.id,
         key,
@@ -224,7 +263,9 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
         row.respond_after,
         row.metadata ? JSON.stringify(row.metadata) : null,
       ],
+      notAfter,
     );
+    if (inserted === "late") return send(res, 410, { error: REQUEST_EXPIRED });
   } catch (error) {
     if ((error as { errno?: number }).errno !== 1062) throw error;
     const existing = await findByKey(key);
@@ -240,6 +281,15 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
     });
   }
   return answer(res, row);
+}
+
+/** The charge under a key; without one, 404, naming the refusal if a request under the key was refused. */
+async function lookUp(key: string, res: ServerResponse) {
+  const row = await findByKey(key);
+  if (row) return send(res, 200, toWire(row));
+  const refusal = await refusalOf(pool, key);
+  const refused = refusal && { code: refusal.code, at: new Date(refusal.last_at).toISOString(), times: refusal.times };
+  return send(res, 404, { error: { code: "not_found", message: "No charge" }, ...(refused && { refused }) });
 }
 
 const LIST_MAX = 100;
@@ -277,10 +327,7 @@ const server = createServer((req, res) => {
     if (await refunds(req, res, url)) return;
     if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);
     if (req.method === "GET" && url.pathname === "/v1/charges") return listCharges(url, res);
-    if (req.method === "GET" && byKey) {
-      const row = await findByKey(decodeURIComponent(byKey[1]!));
-      return row ? send(res, 200, toWire(row)) : send(res, 404, { error: { code: "not_found", message: "No charge" } });
-    }
+    if (req.method === "GET" && byKey) return lookUp(decodeURIComponent(byKey[1]!), res);
     if (req.method === "GET" && url.pathname === "/health") {
       await pool.query("SELECT 1");
       return send(res, 200, { ok: true });

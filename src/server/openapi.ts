@@ -2,11 +2,13 @@ import { z } from "zod";
 import { createChargeSchema } from "~/server/charges/schema";
 import { API_ERROR_CODES, API_ERRORS, docAnchor, type ApiErrorCode } from "~/server/http/errorRegistry";
 import { MAX_KEY_LENGTH } from "~/server/http/idempotencyProtocol";
+import { createRefundSchema, REFUND_REASONS } from "~/server/refunds/schema";
 
 /*
  * The OpenAPI 3.1 description of the public API, served at /api/openapi.json and
  * rendered at /docs. Every error status, header and explanation is derived from
- * the error registry; only which codes each operation can answer is listed here.
+ * the error registry; only which codes each operation can answer is listed here. Each money route is described
+ * once (MONEY_ROUTES below); its POST, its settling GET and its GET by id are generated from that.
  */
 
 const ACTION_TEXT = { retry: "Retry with the same key", fix: "Fix the request", final: "Final" } as const;
@@ -37,14 +39,18 @@ Idempotent payments. A retry of a request never charges twice, because each logi
   (escapes decoded), or the bare form Stripe's clients send, \`Idempotency-Key: 8e03978e-...\`: the same key. Send
   one field line: two lines, a list or an unbalanced quote is 400 \`invalid_idempotency_key\`.
 - **Replays.** A retry of a finished operation (same key, same body in any key order) gets the stored status and
-  body with \`Idempotent-Replay: true\` and \`Idempotent-Replayed: true\`, successes and final errors alike.
+  body with \`Idempotent-Replay: true\` and \`Idempotent-Replayed: true\`, successes and final errors alike;
+  \`Original-Request\` names the \`Request-Id\` of the request that produced it (every answer has a \`Request-Id\`).
 - **In flight.** A retry while the first request runs gets 409 \`request_in_progress\` with \`Retry-After\`. A
   client may send \`Prefer: wait=N\` (RFC 7240) to let the server wait up to N seconds for the outcome; a server
   that did so says \`Preference-Applied: wait=N\`.
-- **Settling without resending.** \`GET /api/charges?idempotency_key=K\` answers what a replay would (complete),
-  409 with \`age_seconds\` (in flight) or 404 (unknown, expired, or another client's key).
+- **Scope.** A key names one operation on one route: the same key on \`/api/charges\` and on \`/api/refunds\`
+  names two independent operations.
+- **Settling without resending.** A \`GET\` on the operation's route with its key
+  (\`GET /api/charges?idempotency_key=K\`, \`GET /api/refunds?idempotency_key=K\`) answers what a replay would
+  (complete), 409 with \`age_seconds\` (in flight) or 404 (unknown, expired, or another client's key).
 - **Expiry.** Keys and their stored answers are kept 24 hours; after that a request with the same key is a new
-  operation.
+  operation. Answers under a key (stored ones, and 409 in flight) say when, in \`Idempotency-Key-Expires\`.
 - **Errors** carry \`doc_url\` (the entry below). Send \`Accept: application/problem+json\` for RFC 9457 problem
   details (\`type\`, \`title\`, \`status\`, \`detail\`, plus \`code\`); the default is
   \`{"error": {"code", "message", "doc_url", ...}}\`.
@@ -73,14 +79,47 @@ const headerDocs = {
     schema: { type: "string", enum: ["true"] },
   },
   "Preference-Applied": { description: "`wait=N` when the server waited for the outcome", schema: { type: "string" } },
+  "Request-Id": {
+    description: "This answer's id, also on the server's log lines: quote it when reporting a problem",
+    schema: { type: "string" },
+  },
+  "Idempotency-Key-Expires": {
+    description: "An answer under a key: when the key stops naming this operation (an HTTP-date)",
+    schema: { type: "string" },
+  },
+  Location: { description: "The created object", schema: { type: "string", example: "/api/charges/ch_..." } },
+  "Original-Request": {
+    description: "On a replay: the `Request-Id` of the request whose answer is replayed",
+    schema: { type: "string" },
+  },
+  "Idempotency-Key": { description: "On a replay: the key the answer is stored under", schema: { type: "string" } },
 };
 const replayHeaders = {
   "Idempotent-Replay": headerDocs["Idempotent-Replay"],
   "Idempotent-Replayed": headerDocs["Idempotent-Replayed"],
 };
+/** A replay of a POST also names the request it replays and the key it answers. */
+const postReplayHeaders = {
+  ...replayHeaders,
+  "Original-Request": headerDocs["Original-Request"],
+  "Idempotency-Key": headerDocs["Idempotency-Key"],
+};
+const keyExpires = { "Idempotency-Key-Expires": headerDocs["Idempotency-Key-Expires"] };
 
-/** The documented error responses of an operation, grouped by status, from the registry. */
-function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, object> = {}) {
+type HeaderDocs = Record<string, object>;
+
+/**
+ * The documented error responses of an operation, grouped by status, from the registry. `all` go with every
+ * answer; `replayed` with a stored code's (replayed) answer; `keyed` with an answer stored or in flight under a key.
+ */
+function errorResponses(
+  codes: ApiErrorCode[],
+  {
+    all = {},
+    replayed = replayHeaders,
+    keyed = {},
+  }: { all?: HeaderDocs; replayed?: HeaderDocs; keyed?: HeaderDocs } = {},
+) {
   const byStatus = new Map<number, ApiErrorCode[]>();
   for (const code of codes)
     byStatus.set(API_ERRORS[code].status, [...(byStatus.get(API_ERRORS[code].status) ?? []), code]);
@@ -89,10 +128,11 @@ function errorResponses(codes: ApiErrorCode[], extraHeaders: Record<string, obje
       const specs = group.map(
         (code) => API_ERRORS[code] as { retryAfterSeconds?: number; idempotency?: boolean; stored?: boolean },
       );
-      const headers: Record<string, object> = { ...extraHeaders };
+      const headers: HeaderDocs = { ...all };
       if (specs.some((s) => s.retryAfterSeconds)) headers["Retry-After"] = headerDocs["Retry-After"];
       if (specs.some((s) => s.idempotency)) headers.Link = headerDocs.Link;
-      if (specs.some((s) => s.stored)) Object.assign(headers, replayHeaders);
+      if (specs.some((s) => s.stored)) Object.assign(headers, replayed, keyed);
+      if (group.includes("request_in_progress")) Object.assign(headers, keyed);
       const list = group.map((code) => `[\`${code}\`](#${docAnchor(code)})`).join(", ");
       return [
         String(status),
@@ -128,13 +168,13 @@ const preferHeader = {
   schema: { type: "string", example: "wait=5" },
 };
 
-const chargeErrors: ApiErrorCode[] = [
+/** What every money route's POST can answer, whatever it does: the idempotency protocol's and the HTTP layer's. */
+const PROTOCOL_ERRORS: ApiErrorCode[] = [
   "invalid_request",
   "invalid_json",
   "invalid_idempotency_key",
   "idempotency_key_required",
   "unauthorized",
-  "card_declined",
   "request_in_progress",
   "body_too_large",
   "unsupported_media_type",
@@ -142,85 +182,201 @@ const chargeErrors: ApiErrorCode[] = [
   "internal_error",
   "request_abandoned",
   "gateway_unavailable",
-  "charge_outcome_unknown",
   "service_unavailable",
 ];
+
+/** What a settling GET can answer besides the stored answers of its route's operations. */
+const SETTLE_ERRORS: ApiErrorCode[] = [
+  "invalid_idempotency_key",
+  "unauthorized",
+  "not_found",
+  "request_in_progress",
+  "request_abandoned",
+  "service_unavailable",
+];
+
+/** One money route, described once: its paths are generated by moneyPaths. */
+type MoneyRouteDoc = {
+  path: string;
+  /** Names its schemas (`Create<Object>`, `<Object>`) and its operations (`create<Object>`, `get<Object>`...). */
+  object: string;
+  /** The request body, from the server's own schema. */
+  request: z.ZodType;
+  summary: string;
+  description: string;
+  /** What its 201 means. */
+  created: string;
+  /** The codes of this route's own work; those marked `stored` are also what its settling GET can answer. */
+  errors: ApiErrorCode[];
+  /** What a request without a key whose outcome was unknown is answered (with a `request_id`). */
+  unknownOutcome: ApiErrorCode;
+};
+
+const MONEY_ROUTES: MoneyRouteDoc[] = [
+  {
+    path: "/api/charges",
+    object: "Charge",
+    request: createChargeSchema,
+    summary: "Create a charge",
+    description: "Charges a card once per Idempotency-Key, however often the request is retried.",
+    created: "Charged.",
+    errors: ["card_declined", "charge_outcome_unknown"],
+    unknownOutcome: "charge_outcome_unknown",
+  },
+  {
+    path: "/api/refunds",
+    object: "Refund",
+    request: createRefundSchema,
+    summary: "Refund a charge",
+    description:
+      "Refunds one of your succeeded charges: `amount_cents` of it, or without it all that is left. Never more " +
+      "than was charged, also when refunds with different keys race: each holds its amount on the charge before " +
+      "the gateway is called. One gateway refund per Idempotency-Key, however often the request is retried. A " +
+      "refusal that needs no refund to start (an unknown or declined charge, too large an amount) stores nothing: " +
+      "the key stays usable.",
+    created: "Refunded.",
+    errors: [
+      "not_found",
+      "charge_not_refundable",
+      "charge_already_refunded",
+      "refund_declined",
+      "refund_outcome_unknown",
+    ],
+    unknownOutcome: "refund_outcome_unknown",
+  },
+];
+
+const isStored = (code: ApiErrorCode) => (API_ERRORS[code] as { stored?: boolean }).stored === true;
+
+/** POST and GET (settle) on the route's path, and GET on `<path>/{id}`. */
+function moneyPaths({ path, object, summary, description, created, errors, unknownOutcome }: MoneyRouteDoc) {
+  const noun = object.toLowerCase();
+  const preferApplied = { "Preference-Applied": headerDocs["Preference-Applied"] };
+  const unknown = `${API_ERRORS[unknownOutcome].status} \`${unknownOutcome}\``;
+  const create = {
+    operationId: `create${object}`,
+    summary,
+    description,
+    parameters: [keyHeader, preferHeader],
+    requestBody: { required: true, content: content(ref(`Create${object}`)) },
+    responses: {
+      "201": {
+        description: `${created} A replay of a finished request carries \`Idempotent-Replay: true\`.`,
+        headers: { Location: headerDocs.Location, ...keyExpires, ...postReplayHeaders, ...preferApplied },
+        content: content(ref(object)),
+      },
+      ...errorResponses([...PROTOCOL_ERRORS, ...errors], {
+        all: preferApplied,
+        replayed: postReplayHeaders,
+        keyed: keyExpires,
+      }),
+    },
+  };
+  const settle = {
+    operationId: `find${object}ByIdempotencyKey`,
+    summary: `Settle a ${noun} by its Idempotency-Key`,
+    description:
+      "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
+      "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
+      "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404. " +
+      `A request sent without a key whose outcome was unknown (${unknown}) is found by the \`request_id\` that ` +
+      "answer gave instead.",
+    parameters: [
+      {
+        name: "idempotency_key",
+        in: "query",
+        required: false,
+        description:
+          'The key exactly as the `Idempotency-Key` header carries it: a structured-field string (`"..."`, ' +
+          "escapes decoded) or bare, URL-encoded. One of `idempotency_key` and `request_id` is required.",
+        // The quoted form of the longest key: two quotes, and every character escaped.
+        schema: { type: "string", minLength: 1, maxLength: 2 * MAX_KEY_LENGTH + 2 },
+      },
+      {
+        name: "request_id",
+        in: "query",
+        required: false,
+        description: `The \`request_id\` of a ${unknown} answer (a request sent without a key).`,
+        schema: { type: "string", pattern: "^[0-9]{1,19}$" },
+      },
+    ],
+    responses: {
+      "201": {
+        description: `Complete: the stored answer, a ${noun}.`,
+        headers: replayHeaders,
+        content: content(ref(object)),
+      },
+      ...errorResponses([...SETTLE_ERRORS, ...errors.filter(isStored)]),
+    },
+  };
+  const retrieve = {
+    operationId: `get${object}`,
+    summary: `Retrieve one of your ${noun}s`,
+    parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+    responses: {
+      "200": { description: `The ${noun}`, content: content(ref(object)) },
+      ...errorResponses(["unauthorized", "not_found", "service_unavailable"]),
+    },
+  };
+  return { [path]: { post: create, get: settle }, [`${path}/{id}`]: { get: retrieve } };
+}
+
+/** Every API answer carries its Request-Id (src/server/http/handleApi.ts): added to each documented response. */
+function withRequestIds<Paths extends Record<string, Record<string, { responses: Record<string, object> }>>>(
+  paths: Paths,
+): Paths {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const { headers = {} } = response as { headers?: HeaderDocs };
+        operation.responses[status] = { ...response, headers: { "Request-Id": headerDocs["Request-Id"], ...headers } };
+      }
+    }
+  }
+  return paths;
+}
+
+const requestSchemas = Object.fromEntries(
+  MONEY_ROUTES.map((route) => [
+    `Create${route.object}`,
+    z.toJSONSchema(route.request, { io: "input", target: "draft-2020-12" }),
+  ]),
+);
+
+const refundSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: [
+    "id",
+    "object",
+    "charge",
+    "amount_cents",
+    "currency",
+    "status",
+    "reason",
+    "gateway_refund_id",
+    "created_at",
+  ],
+  properties: {
+    id: { type: "string", pattern: "^re_" },
+    object: { const: "refund" },
+    charge: { type: "string", pattern: "^ch_", description: "The refunded charge" },
+    amount_cents: { type: "integer", minimum: 1 },
+    currency: { type: "string", pattern: "^[a-z]{3}$", description: "The charge's" },
+    status: { const: "succeeded" },
+    reason: { enum: [...REFUND_REASONS, null] },
+    gateway_refund_id: { type: "string" },
+    created_at: { type: "string", format: "date-time" },
+  },
+};
 
 export const openApiDocument = {
   openapi: "3.1.0",
   info: { title: "Charges API", version: "1.0.0", description },
   servers: [{ url: "/" }],
   security: [{ bearer: [] }],
-  paths: {
-    "/api/charges": {
-      post: {
-        operationId: "createCharge",
-        summary: "Create a charge",
-        parameters: [keyHeader, preferHeader],
-        requestBody: { required: true, content: content(ref("CreateCharge")) },
-        responses: {
-          "201": {
-            description: "Charged. A replay of a finished request carries `Idempotent-Replay: true`.",
-            headers: { ...replayHeaders, "Preference-Applied": headerDocs["Preference-Applied"] },
-            content: content(ref("Charge")),
-          },
-          ...errorResponses(chargeErrors, { "Preference-Applied": headerDocs["Preference-Applied"] }),
-        },
-      },
-      get: {
-        operationId: "findChargeByIdempotencyKey",
-        summary: "Settle an operation by its Idempotency-Key",
-        description:
-          "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
-          "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
-          "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404. " +
-          "A request sent without a key whose outcome was unknown (502 `charge_outcome_unknown`) is found by the " +
-          "`request_id` that answer gave instead.",
-        parameters: [
-          {
-            name: "idempotency_key",
-            in: "query",
-            required: false,
-            description: "The key, unquoted. One of `idempotency_key` and `request_id` is required.",
-            schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
-          },
-          {
-            name: "request_id",
-            in: "query",
-            required: false,
-            description: "The `request_id` of a 502 `charge_outcome_unknown` answer (a request sent without a key).",
-            schema: { type: "string", pattern: "^[0-9]{1,19}$" },
-          },
-        ],
-        responses: {
-          "201": {
-            description: "Complete: the stored answer, a charge.",
-            headers: replayHeaders,
-            content: content(ref("Charge")),
-          },
-          ...errorResponses([
-            "invalid_idempotency_key",
-            "unauthorized",
-            "card_declined",
-            "not_found",
-            "request_in_progress",
-            "request_abandoned",
-            "service_unavailable",
-          ]),
-        },
-      },
-    },
-    "/api/charges/{id}": {
-      get: {
-        operationId: "getCharge",
-        summary: "Retrieve one of your charges",
-        parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
-        responses: {
-          "200": { description: "The charge", content: content(ref("Charge")) },
-          ...errorResponses(["unauthorized", "not_found", "service_unavailable"]),
-        },
-      },
-    },
+  paths: withRequestIds({
+    ...Object.assign({}, ...MONEY_ROUTES.map(moneyPaths)),
     "/api/health": {
       get: {
         operationId: "health",
@@ -235,11 +391,11 @@ export const openApiDocument = {
         },
       },
     },
-  },
+  }),
   components: {
     securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "Your secret API key, sk_test_…" } },
     schemas: {
-      CreateCharge: z.toJSONSchema(createChargeSchema, { io: "input", target: "draft-2020-12" }),
+      ...requestSchemas,
       Charge: {
         type: "object",
         additionalProperties: false,
@@ -252,6 +408,8 @@ export const openApiDocument = {
           "customer_id",
           "failure_code",
           "gateway_charge_id",
+          "amount_refunded_cents",
+          "refunds",
           "created_at",
         ],
         properties: {
@@ -263,9 +421,12 @@ export const openApiDocument = {
           customer_id: { type: ["string", "null"] },
           failure_code: { type: ["string", "null"] },
           gateway_charge_id: { type: "string" },
+          amount_refunded_cents: { type: "integer", description: "What succeeded refunds gave back" },
+          refunds: { type: "array", items: ref("Refund"), description: "Its refunds, oldest first" },
           created_at: { type: "string", format: "date-time" },
         },
       },
+      Refund: refundSchema,
       ErrorDetails: {
         type: "object",
         properties: {
@@ -276,6 +437,20 @@ export const openApiDocument = {
             type: "number",
             description: "request_in_progress: how long the operation has been in flight",
           },
+          request_id: {
+            type: "string",
+            description: "charge_outcome_unknown, refund_outcome_unknown: the handle to settle the request by",
+          },
+          left_cents: {
+            type: "integer",
+            description: "charge_already_refunded, when a refund lost the race: what was left to refund",
+          },
+          gateway: {
+            enum: ["refused", "no_trace"],
+            description:
+              "request_abandoned: what the gateway showed of the charge, received and refused, or no trace of it",
+          },
+          gateway_code: { type: "string", description: "request_abandoned, `gateway: refused`: the gateway's reason" },
         },
       },
       Error: {

@@ -5,7 +5,7 @@
  * whole node list in DATABASE_URL so that it fails over when its node dies.
  */
 import { randomBytes } from "node:crypto";
-import { gatewayEnv, slotDatabase, slotPort } from "../../scripts/lib/config";
+import { adminDatabaseUrl, gatewayEnv, slotDatabase, slotPort } from "../../scripts/lib/config";
 import { GaleraCluster } from "../../scripts/lib/galera";
 import { createDatabase } from "../../scripts/lib/mariadbServer";
 import { applyMigrations } from "../../scripts/lib/migrate";
@@ -31,7 +31,7 @@ export async function startClusterStack() {
   await createDatabase(cluster.nodes[0]!.url + DATABASE);
   await applyMigrations(`${cluster.nodes[0]!.url}${DATABASE}`);
 
-  const main = process.env.DATABASE_URL ?? "mysql://root@127.0.0.1:3306/charges";
+  const main = adminDatabaseUrl();
   const gatewayDatabaseUrl = Object.assign(new URL(main), {
     pathname: `/${slotDatabase("charges_cluster")}_gateway`,
   }).toString();

@@ -114,3 +114,31 @@ test(`no source line is over ${MAX_LINE} characters`, () => {
   }
   assert.deepEqual(long, [], `lines over ${MAX_LINE} characters; wrap them by hand:\n${long.join("\n")}`);
 });
+
+test("the folders of src/server import each other without a cycle, and src/ imports no server code upward", () => {
+  /** The module a file belongs to: a folder of src/server (or a file at its root), else its top folder of src/. */
+  const moduleOf = (file: string) => {
+    const [top, second] = file.replace(/^src\//, "").split("/");
+    return top === "server" ? `server/${second!.replace(/\.tsx?$/, "")}` : top!;
+  };
+  const graph = new Map<string, Set<string>>();
+  for (const file of filesUnder("src")) {
+    const from = moduleOf(file);
+    for (const spec of importsOf(read(file)).filter((s) => s.startsWith("~/"))) {
+      const to = moduleOf(`src/${spec.slice(2)}`);
+      if (to !== from && to !== "generated") graph.set(from, (graph.get(from) ?? new Set()).add(to));
+    }
+  }
+  const done = new Set<string>();
+  const visit = (node: string, trail: string[]) => {
+    assert.ok(!trail.includes(node), `import cycle between folders: ${[...trail, node].join(" -> ")}`);
+    if (done.has(node)) return;
+    for (const next of graph.get(node) ?? []) visit(next, [...trail, node]);
+    done.add(node);
+  };
+  for (const node of graph.keys()) visit(node, []);
+  for (const low of ["lib", "env.ts", "client"]) {
+    const upward = [...(graph.get(low) ?? [])].filter((to) => to.startsWith("server/"));
+    assert.deepEqual(upward, [], `${low} imports server code`);
+  }
+});

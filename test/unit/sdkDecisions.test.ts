@@ -11,7 +11,9 @@ import {
   ChargesClient,
   InvalidIdempotencyKeyError,
   MemoryOperationStore,
+  OperationDeadlineError,
   OperationMismatchError,
+  RefundDeadlineError,
   type ChargesClientOptions,
 } from "~/client";
 import { appliedWaitSeconds, isRetryable, nextDelayMs, preferWaitSeconds, retryAfterMs } from "~/client/retryPolicy";
@@ -52,8 +54,22 @@ const charge = {
   customer_id: null,
   failure_code: null,
   gateway_charge_id: "gw_1",
+  amount_refunded_cents: 0,
+  refunds: [],
   created_at: "2026-01-01T00:00:00.000Z",
 };
+const refund = {
+  id: "re_1",
+  object: "refund",
+  charge: "ch_1",
+  amount_cents: 40,
+  currency: "usd",
+  status: "succeeded",
+  reason: "duplicate",
+  gateway_refund_id: "gwr_1",
+  created_at: "2026-01-01T00:00:00.000Z",
+};
+const refundParams = { charge: "ch_1", amount_cents: 40, reason: "duplicate" } as const;
 const params = { amount_cents: 100, currency: "usd", card_token: "tok_visa" };
 const error = (code: keyof typeof API_ERRORS, extra: Record<string, unknown> = {}) => ({
   error: { code, message: "m", ...extra },
@@ -237,7 +253,8 @@ describe("findByIdempotencyKey with a scripted server", () => {
     const [request] = found.sent;
     assert.equal(request!.method, "GET");
     assert.equal(request!.url.pathname, "/api/charges");
-    assert.equal(request!.url.searchParams.get("idempotency_key"), "key/with space");
+    // The header's form (the server parses the query as it parses the header), URL-encoded by URLSearchParams.
+    assert.equal(request!.url.searchParams.get("idempotency_key"), '"key/with space"');
     assert.equal(request!.body, undefined);
   });
 
@@ -331,5 +348,87 @@ describe("a durable operation store", () => {
 
   test("a reference without a store is a programming error", async () => {
     await assert.rejects(client([]).sdk.createCharge(params, { reference: "r" }), TypeError);
+  });
+});
+
+describe("refunds: the same protocol through the same loop", () => {
+  test("refunds.create: POST /api/refunds, one key for every attempt, retried like a charge", async () => {
+    const { sdk, sent } = client([
+      new TypeError("fetch failed"),
+      { status: 409, body: error("request_in_progress"), headers: { "Retry-After": "0" } },
+      { status: 503, body: error("gateway_unavailable") },
+      { status: 201, body: refund, headers: replay },
+    ]);
+    const result = await sdk.refunds.create(refundParams);
+    assert.equal(result.ok && result.refund.id, "re_1");
+    assert.deepEqual([result.attempts, result.replayed], [4, true]);
+    assert.ok(sent.every((s) => s.method === "POST" && s.url.pathname === "/api/refunds"));
+    assert.ok(sent.every((s) => s.body === JSON.stringify(refundParams)));
+    assert.equal(new Set(sent.map((s) => s.headers.get("Idempotency-Key"))).size, 1);
+    assert.equal(result.idempotencyKey, sent[0]!.headers.get("Idempotency-Key")!.slice(1, -1));
+  });
+
+  test("final refund answers are returned at once, typed by the registry's codes", async () => {
+    const codes = ["refund_declined", "charge_already_refunded", "charge_not_refundable", "not_found"] as const;
+    for (const code of codes) {
+      const { sdk } = client([{ status: API_ERRORS[code].status, body: error(code) }]);
+      const result = await sdk.refunds.create(refundParams);
+      assert.equal(result.attempts, 1, code);
+      assert.equal(!result.ok && result.error.code, code);
+    }
+  });
+
+  test("the deadline: a RefundDeadlineError (an OperationDeadlineError) naming refunds' own calls", async () => {
+    const { sdk } = client(
+      Array.from({ length: 50 }, () => ({ status: 503, body: error("gateway_unavailable") })),
+      { deadlineMs: 100 },
+    );
+    const failure = await sdk.refunds.create(refundParams, { idempotencyKey: "refund-123" }).catch((e) => e);
+    assert.ok(failure instanceof RefundDeadlineError && failure instanceof OperationDeadlineError);
+    assert.ok(!(failure instanceof ChargeDeadlineError));
+    assert.equal(failure.idempotencyKey, "refund-123");
+    assert.match(failure.message, /The refund may or may not have been made/);
+    assert.match(failure.message, /refunds\.findByIdempotencyKey\("refund-123"\)/);
+    assert.match(failure.message, /refunds\.create again with the same key/);
+  });
+
+  test("refunds.findByIdempotencyKey asks GET /api/refunds; complete is what refunds.create gives", async () => {
+    const answer = { status: 201, body: refund, headers: replay };
+    const found = client([answer]);
+    const state = await found.sdk.refunds.findByIdempotencyKey("k");
+    const created = await client([answer]).sdk.refunds.create(refundParams, { idempotencyKey: "k" });
+    assert.deepEqual(state, { state: "complete", result: created });
+    assert.equal(found.sent[0]!.method, "GET");
+    assert.equal(found.sent[0]!.url.pathname, "/api/refunds");
+    assert.equal(found.sent[0]!.url.searchParams.get("idempotency_key"), '"k"', "the header's form");
+  });
+
+  test("a stored refund is resumed as a refund; a reference names one kind of operation", async () => {
+    const store = new MemoryOperationStore();
+    const lost = client([new TypeError("socket hang up")], { store, deadlineMs: 20 });
+    await assert.rejects(lost.sdk.refunds.create(refundParams, { reference: "order-7/refund" }), RefundDeadlineError);
+    assert.equal((await store.get("order-7/refund"))!.resource, "refunds");
+
+    const restarted = client([{ status: 201, body: refund, headers: replay }], { store });
+    const result = await restarted.sdk.resume("order-7/refund");
+    assert.equal(result.ok && "refund" in result && result.refund.id, "re_1");
+    assert.equal(restarted.sent[0]!.url.pathname, "/api/refunds");
+    assert.equal(restarted.sent[0]!.body, JSON.stringify(refundParams));
+
+    const { sdk, sent } = client([], { store });
+    await assert.rejects(sdk.charges.resume("order-7/refund"), OperationMismatchError);
+    await assert.rejects(sdk.createCharge(params, { reference: "order-7/refund" }), OperationMismatchError);
+    assert.equal(sent.length, 0);
+  });
+
+  test("an operation stored before refunds existed (no resource) is a charge", async () => {
+    const store = new MemoryOperationStore();
+    const old = { reference: "r", idempotencyKey: "k", body: JSON.stringify(params), createdAt: "2026-01-01" };
+    await store.saveIfAbsent(old);
+    const { sdk, sent } = client([{ status: 201, body: charge, headers: replay }], { store });
+    const result = await sdk.resume("r");
+    assert.equal(result.ok && "charge" in result && result.charge.id, "ch_1");
+    assert.equal(sent[0]!.url.pathname, "/api/charges");
+    await assert.rejects(sdk.refunds.resume("r"), OperationMismatchError);
   });
 });

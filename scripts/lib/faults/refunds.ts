@@ -1,12 +1,12 @@
 /**
  * The refunds of a fault run: refunds of the run's own charges, sent as clients send them while the faults
- * strike. Keyed ones go through the SDK's retry loop (same key on every attempt, as the charges do); keyless
+ * strike. Keyed ones go through the SDK (`refunds.create`: same key on every attempt, as the charges do); keyless
  * ones and another body under a used key are one attempt. A refund needs its charge's id, which exists only once
  * the charge's operation has stored its answer: a refund learns it from its charging client's answer, or, while
  * that client is still retrying, by settling the charge's key (GET /api/charges?idempotency_key=), as a client
  * that lost its connection would.
  */
-import { ChargeDeadlineError, ChargesClient, type CreateChargeParams } from "~/client";
+import { ChargesClient, OperationDeadlineError } from "~/client";
 import type { PlannedOperation } from "./plan";
 import { type ChargeObservation, type FreshCharge, type Observation, type RefundObservation, send } from "./run";
 import type { FaultStack } from "./stack";
@@ -37,16 +37,6 @@ function refundBody(op: PlannedOperation, index: number, chargeId: string, charg
     ...(reason === undefined ? {} : { reason }),
   };
 }
-
-/**
- * The SDK has no refunds yet (its own issue): its retry loop is reused as it is, aimed at /api/refunds, so that
- * refunds are retried exactly as charges are. Swap for `client.refunds.create` once the SDK has it.
- */
-const toRefunds: typeof fetch = (input, init) => {
-  const url = new URL(input instanceof Request ? input.url : String(input));
-  url.pathname = "/api/refunds";
-  return fetch(url, init);
-};
 
 export class RefundOperations {
   /** The fresh refund operations ("refund"), in plan order; null when nothing was sent (no charge to refund). */
@@ -170,7 +160,7 @@ export class RefundOperations {
     }
   }
 
-  /** A keyed refund through the SDK's retry loop. */
+  /** A keyed refund through the SDK, which retries it as it retries charges. */
   private async keyed(op: PlannedOperation, instance: 0 | 1, o: RefundObservation) {
     const client = new ChargesClient({
       baseUrl: this.stack.appUrls[instance]!,
@@ -178,19 +168,17 @@ export class RefundOperations {
       attemptTimeoutMs: op.attemptTimeoutMs,
       deadlineMs: 20_000,
       preferWaitSeconds: op.preferWaitSeconds,
-      fetch: toRefunds,
     });
     try {
-      const result = await client.createCharge(o.body as unknown as CreateChargeParams, { idempotencyKey: o.key! });
+      const result = await client.refunds.create(o.body, { idempotencyKey: o.key! });
       o.status = result.status;
       o.replayed = result.replayed;
       if (result.ok) {
-        const refund = result.charge as unknown as { id: string; amount_cents: number };
-        o.refundId = refund.id;
-        o.amountCents = refund.amount_cents;
+        o.refundId = result.refund.id;
+        o.amountCents = result.refund.amount_cents;
       } else o.code = result.error.code;
     } catch (error) {
-      o.problem = error instanceof ChargeDeadlineError ? "deadline" : String(error);
+      o.problem = error instanceof OperationDeadlineError ? "deadline" : String(error);
     }
   }
 

@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import * as mariadb from "mariadb";
 import { hashApiKey } from "~/server/auth/apiKeyHash";
-import { gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
+import { adminDatabaseUrl, gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
 import { createDatabase, PrivateMariaDb } from "../mariadbServer";
 import { applyMigrations } from "../migrate";
 import { startApp, startGateway, startSweeper, type Service } from "../processes";
@@ -39,7 +39,7 @@ export async function startFaultStack() {
   const dbPort = 3330 + testSlot;
   const database = new PrivateMariaDb(path.join(root, `.data/faults-mariadb${suffix}`), dbPort);
   const databaseUrl = `mysql://root@127.0.0.1:${dbPort}/charges_faults`;
-  const main = process.env.DATABASE_URL ?? "mysql://root@127.0.0.1:3306/charges";
+  const main = adminDatabaseUrl();
   const gatewayDatabaseUrl = withDatabase(main, `charges_faults${suffix}_gateway`);
   const gatewayPort = 4110 + 20 * testSlot + 10;
   const appPorts = [3100 + 20 * testSlot + 10, 3100 + 20 * testSlot + 11] as const;
@@ -75,19 +75,29 @@ export async function startFaultStack() {
     // GATEWAY=stripe runs it through the Stripe adapter against the simulator's Stripe mode.
     ...gatewayEnv(`http://127.0.0.1:${gatewayPort}`, { realStripeAllowed: false }),
     SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+    TOTP_ENCRYPTION_KEY: process.env.TOTP_ENCRYPTION_KEY ?? randomBytes(32).toString("hex"),
     ...RUN_TIMINGS,
   };
   const logs = path.join(root, `.data/faults-logs${suffix}`);
   mkdirSync(logs, { recursive: true });
   const log = (name: string) => ({ log: path.join(logs, `${name}.log`) });
-  const gateway = await startGateway({
-    port: gatewayPort,
-    databaseUrl: gatewayDatabaseUrl,
-    searchLagMs: TEST_SEARCH_LAG_MS,
-    ...log("gateway"),
-  });
+  // What started is stopped if a later start fails: left running, it holds this slot's ports for the next run.
   const apps: Service[] = [];
-  for (const [i, port] of appPorts.entries()) apps.push(await startApp({ port, env, ...log(`app-${i}`) }));
+  let gateway: Service | undefined;
+  try {
+    gateway = await startGateway({
+      port: gatewayPort,
+      databaseUrl: gatewayDatabaseUrl,
+      searchLagMs: TEST_SEARCH_LAG_MS,
+      ...log("gateway"),
+    });
+    for (const [i, port] of appPorts.entries()) apps.push(await startApp({ port, env, ...log(`app-${i}`) }));
+  } catch (error) {
+    for (const service of [...apps, gateway]) await service?.stop();
+    await database.stop();
+    throw error;
+  }
+  const startedGateway = gateway; // a const, so that stop() below sees it started
   let sweeper = startSweeper(env, log("sweeper"));
 
   return {
@@ -120,7 +130,7 @@ export async function startFaultStack() {
     async stop() {
       await sweeper.stop();
       for (const app of apps) await app.stop();
-      await gateway.stop();
+      await startedGateway.stop();
       await database.stop();
     },
   };

@@ -6,6 +6,7 @@
  */
 import { recordAudit, type AuditContext } from "~/server/audit/audit";
 import { forgetApiKey, generateApiKey } from "~/server/auth/apiClients";
+import { announceKeyChange } from "~/server/auth/keyRevocations";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 
@@ -84,6 +85,7 @@ export async function rotateKey(clientId: number, graceMs: number, context: Audi
       where: { apiClientId: clientId, revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: graceEndsAt } }] },
     });
     await tx.apiKey.updateMany({ where: { id: { in: old.map((k) => k.id) } }, data: { expiresAt: graceEndsAt } });
+    await announceKeyChange(tx);
     const created = await tx.apiKey.create({
       data: { apiClientId: clientId, keyHash: key.keyHash, keyPrefix: key.keyPrefix },
     });
@@ -104,13 +106,14 @@ export async function rotateKey(clientId: number, graceMs: number, context: Audi
   return { apiKey: result.apiKey, keyId: result.keyId, graceEndsAt };
 }
 
-/** Stops a key at once (in other running processes within API_KEY_CACHE_TTL_MS). */
+/** Stops a key at once (in other running processes within a second: keyRevocations.ts). */
 export async function revokeKey(keyId: number, context: AuditContext) {
   const key = await db.$transaction(async (tx) => {
     const key = await tx.apiKey.findUnique({ where: { id: keyId } });
     if (!key) throw new DomainError("not_found", `There is no API key ${keyId}.`);
     if (key.revokedAt) throw new DomainError("conflict", "This key is already revoked.");
     await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: new Date() } });
+    await announceKeyChange(tx);
     const details = { key_id: keyId, prefix: key.keyPrefix };
     await recordAudit(
       context,

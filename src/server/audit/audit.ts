@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   "logout",
   "session.revoked",
   "password.changed",
+  "password.check_failed",
   "two_factor.enrolled",
   "two_factor.reset",
   "staff.created",
@@ -26,6 +27,7 @@ export const AUDIT_ACTIONS = [
   "api_key.revoked",
   "mode.changed",
   "client_mode.changed",
+  "ledger_mismatch.resolved",
   "ledger.late_charge_healed",
   "refund.created",
 ] as const;
@@ -36,8 +38,8 @@ export type AuditActor =
   | { type: "cli"; name: string }
   /** The app itself, acting on a rule (the reconciliation healing a late charge). */
   | { type: "system"; name: string }
-  /** Nobody signed in, e.g. a failed login; `email` is the one that was tried. */
-  | { type: "anonymous"; email?: string };
+  /** Nobody signed in, e.g. a failed login (the e-mail that was tried goes in the details, as data). */
+  | { type: "anonymous" };
 
 /** Who is acting and from where: what every audited operation takes. */
 export type AuditContext = { actor: AuditActor; request: RequestInfo };
@@ -46,13 +48,17 @@ export function staffContext(user: { id: number; email: string }, request: Reque
   return { actor: { type: "staff", id: user.id, email: user.email }, request };
 }
 
-export function cliContext(name = `cli:${process.env.USER ?? "unknown"}`): AuditContext {
+/** A command-line action; `name` says who ran it (scripts/lib/cli.ts: `--actor`, or the OS user and host). */
+export function cliContext(name: string): AuditContext {
   return { actor: { type: "cli", name }, request: NO_REQUEST };
 }
 
 export type AuditEntry = {
   action: AuditAction;
-  target?: { type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "charge"; id: string | number };
+  target?: {
+    type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "charge" | "ledger_mismatch";
+    id: string | number;
+  };
   details?: Record<string, unknown>;
 };
 
@@ -66,9 +72,7 @@ export async function recordAudit(context: AuditContext, entry: AuditEntry, clie
       action: entry.action,
       actorType: actor.type,
       actorStaffId: actor.type === "staff" ? actor.id : null,
-      actorLabel:
-        (actor.type === "staff" ? actor.email : actor.type === "anonymous" ? actor.email : actor.name)?.slice(0, 255) ??
-        null,
+      actorLabel: actor.type === "staff" ? actor.email : actor.type === "anonymous" ? null : actor.name.slice(0, 255),
       targetType: entry.target?.type ?? null,
       targetId: entry.target ? String(entry.target.id) : null,
       details: entry.details ? JSON.stringify(entry.details) : null,

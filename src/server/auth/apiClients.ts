@@ -5,6 +5,7 @@ import type { ApiClient } from "~/generated/prisma/client";
 import { db } from "~/server/db";
 import { registerRetained } from "~/server/observability/retained";
 import { hashApiKey } from "./apiKeyHash";
+import { watchKeyChanges } from "./keyRevocations";
 
 export { hashApiKey };
 
@@ -27,20 +28,35 @@ type KnownKey = { client: ApiClient; expiresAt: Date | null };
  * Keys found by hash, kept briefly: the lookup was one database round trip on
  * every request, including the retries a storm is made of. Only valid keys are
  * kept, so a new key works at once. A rotated key's grace end is checked on
- * every request; a revoked key keeps working for up to API_KEY_CACHE_TTL_MS in
- * each running process, except the one that revoked it (forgetApiKey). One
- * cache per process (on globalThis), whichever route bundles import this.
+ * every request; a revocation or rotation anywhere empties every process's
+ * cache within a second (keyRevocations.ts), and API_KEY_CACHE_TTL_MS bounds an
+ * entry's life should that signal be missed. One cache per process (on
+ * globalThis), whichever route bundles import this.
  */
-const globalForKeys = globalThis as unknown as { knownApiKeys?: LRUCache<string, KnownKey> };
+const globalForKeys = globalThis as unknown as {
+  knownApiKeys?: LRUCache<string, KnownKey>;
+  apiKeysGeneration?: { value: number };
+};
 globalForKeys.knownApiKeys ??= new LRUCache<string, KnownKey>({ max: 10_000, ttl: env.API_KEY_CACHE_TTL_MS });
 const knownKeys = globalForKeys.knownApiKeys;
 registerRetained("API keys cached", () => knownKeys.size);
+/** Moves on every announced change, so that a lookup that began before one does not fill the cache after it. */
+globalForKeys.apiKeysGeneration ??= { value: 0 };
+const generation = globalForKeys.apiKeysGeneration;
+let watching = false;
 
 const usable = (key: { expiresAt: Date | null; revokedAt?: Date | null }, now = new Date()) =>
   !key.revokedAt && (!key.expiresAt || key.expiresAt > now);
 
 /** The client behind `Authorization: Bearer <key>`, or null. */
 export async function authenticateApiClient(authorization: string | null): Promise<ApiClient | null> {
+  if (!watching) {
+    watching = true;
+    watchKeyChanges(() => {
+      generation.value += 1;
+      knownKeys.clear();
+    });
+  }
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
   if (!match) return null;
   const keyHash = hashApiKey(match[1]!);
@@ -50,9 +66,10 @@ export async function authenticateApiClient(authorization: string | null): Promi
     knownKeys.delete(keyHash);
     return null;
   }
+  const startedAt = generation.value;
   const key = await db.apiKey.findUnique({ where: { keyHash }, include: { apiClient: true } });
   if (!key || !usable(key)) return null;
-  knownKeys.set(keyHash, { client: key.apiClient, expiresAt: key.expiresAt });
+  if (generation.value === startedAt) knownKeys.set(keyHash, { client: key.apiClient, expiresAt: key.expiresAt });
   return key.apiClient;
 }
 

@@ -12,7 +12,7 @@ import { env } from "~/env";
 import type { SessionStage, StaffRole } from "~/generated/prisma/client";
 import { db } from "~/server/db";
 import { requestInfo, type RequestInfo } from "~/server/http/requestInfo";
-import { sessionSecretProblem } from "./sessionSecret";
+import { sessionSecretProblem } from "~/lib/sessionSecret";
 
 /** The signed-in staff member, as read from the database on this request. */
 export type SessionUser = {

@@ -7,10 +7,11 @@ import { recordAudit, staffContext, type AuditContext } from "~/server/audit/aud
 import { db } from "~/server/db";
 import type { RequestInfo } from "~/server/http/requestInfo";
 import { normalizeEmail } from "./email";
-import { attemptSucceeded, takeAttempt, type Attempt, type ThrottleKeys } from "./loginThrottle";
+import { attemptFailed, attemptSucceeded, takeAttempt, type Attempt, type ThrottleKeys } from "./loginThrottle";
 import { hashPassword, needsRehash, verifyAgainstDummy, verifyPassword } from "./password";
 import { clearSessionCookie, currentSession, endSession, startSession } from "./session";
 import { acceptTotp } from "./totp";
+import { isSealed, openTotpSecret, sealTotpSecret } from "./totpSecretBox";
 
 export type SignInResult =
   | { kind: "signed_in" }
@@ -28,9 +29,13 @@ async function failed(
   request: RequestInfo,
   reason: FailureReason,
 ): Promise<SignInResult> {
-  const context: AuditContext = { actor: { type: "anonymous", email: keys.email }, request };
-  await recordAudit(context, { action: "login.failed", details: { reason } });
-  if (attempt.lastOne) await recordAudit(context, { action: "login.blocked", details: { address: keys.address } });
+  await attemptFailed(keys, attempt);
+  // The typed e-mail is what someone claimed, not who they are: data of the entry, never its actor.
+  const context: AuditContext = { actor: { type: "anonymous" }, request };
+  await recordAudit(context, { action: "login.failed", details: { reason, email: keys.email } });
+  if (attempt.lastOne) {
+    await recordAudit(context, { action: "login.blocked", details: { email: keys.email, address: keys.address } });
+  }
   return { kind: reason === "wrong_code" ? "invalid_code" : "invalid_credentials" };
 }
 
@@ -67,14 +72,17 @@ export async function verifySecondFactor(code: string, request: RequestInfo): Pr
   if (attempt.retryAfterSeconds > 0) return { kind: "throttled", retryAfterSeconds: attempt.retryAfterSeconds };
 
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: pending.user.id } });
-  const step = user.totpSecret ? await acceptTotp(user.totpSecret, code.trim(), user.totpLastStep) : null;
+  const secret = user.totpSecret ? openTotpSecret(user.totpSecret, user.id) : null;
+  const step = secret ? await acceptTotp(secret, code.trim(), user.totpLastStep) : null;
+  // A secret enrolled before secrets were sealed is sealed at its first use.
+  const seal = secret && !isSealed(user.totpSecret!) ? { totpSecret: sealTotpSecret(secret, user.id) } : {};
   // Conditional on the last step, so one code cannot open two sessions even when sent twice at once.
   const accepted =
     step !== null &&
     (
       await db.staffUser.updateMany({
         where: { id: user.id, OR: [{ totpLastStep: null }, { totpLastStep: { lt: step } }] },
-        data: { totpLastStep: step },
+        data: { totpLastStep: step, ...seal },
       })
     ).count === 1;
   if (!accepted) return failed(keys, attempt, request, "wrong_code");

@@ -53,7 +53,8 @@ export async function chargeOnGateway(held: HeldClaim, input: CreateChargeInput)
 /**
  * What happened to an operation nobody finished, asked of the gateway without
  * creating anything: the real answer if it charged, 500 request_abandoned if it
- * provably did not, and unknown (ask again later) if it cannot tell yet (a
+ * provably did not (saying whether the gateway refused a request under the key
+ * or has no trace of one), and unknown (ask again later) if it cannot tell yet (a
  * provider whose lookup lags, until long enough after the last attempt).
  */
 export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
@@ -62,12 +63,16 @@ export async function settleFromGateway(held: HeldClaim): Promise<WorkResult> {
     idempotencyKey: gatewayKey,
     metadata: metadataFor(held.record),
     lastAttemptAt: held.record.lastAttemptAt,
+    firstAttemptAt: held.record.createdAt,
   });
   switch (lookup.kind) {
     case "charged":
       return chargeCompletion(held.record, lookup.charge, gatewayKey, "reconciled");
-    case "not_charged":
-      return { kind: "complete", response: abandonedResponse, writes: [], finishedBy: "abandoned" };
+    case "not_charged": {
+      const trace =
+        lookup.refused === null ? { kind: "no_trace" as const } : { kind: "refused" as const, code: lookup.refused };
+      return { kind: "complete", response: abandonedResponse(trace), writes: [], finishedBy: "abandoned" };
+    }
     case "unproven":
       log.warn({ ...recordFields(held.record), reason: lookup.reason }, "the gateway cannot tell yet; ask again later");
       return { kind: "unknown" };

@@ -1,4 +1,5 @@
 import type { Charge } from "~/generated/prisma/client";
+import { abandonedBody, type GatewayTrace } from "~/server/http/abandonedAnswer";
 import { errorBody } from "~/server/http/apiError";
 import { API_ERRORS } from "~/server/http/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
@@ -32,8 +33,8 @@ export function responseForCharge(charge: Charge): StoredResponse {
   };
 }
 
-/** The stored answer of an operation the sweeper found the gateway never charged. */
-export const abandonedResponse: StoredResponse = {
-  status: 500,
-  body: errorBody("request_abandoned", API_ERRORS.request_abandoned.message),
-};
+/** The stored answer of an operation the sweeper found the gateway never charged, naming what the gateway showed. */
+export const abandonedResponse = (trace: GatewayTrace): StoredResponse => ({
+  status: API_ERRORS.request_abandoned.status,
+  body: abandonedBody(trace),
+});

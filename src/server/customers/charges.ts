@@ -9,6 +9,9 @@ import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 import { decodeRecord, phaseDisplay } from "~/server/idempotency";
 import { before, bounded, cond, COUNT_CAP, cursorOf, cursorSchema, where } from "~/server/requests/sql";
+import { openMismatchesOf } from "~/server/ledger/mismatches";
+import { classifyPair, evidenceDisplay } from "./evidence";
+import { type RequestSnapshot, requestSnapshots } from "./pairEvidence";
 
 export const DEFAULT_WINDOW_MINUTES = 10;
 /** The widest window the dashboard offers; the sweeper records candidate pairs up to it (duplicates.ts). */
@@ -18,6 +21,8 @@ export const windowMinutes = z.number().int().min(1).max(MAX_WINDOW_MINUTES).def
 export const customerChargesInput = z.object({
   customerId: z.string().trim().min(1).max(64),
   windowMinutes,
+  since: z.date().optional(),
+  until: z.date().optional(),
   cursor: cursorSchema.nullish(),
   limit: z.number().int().min(1).max(100).default(50),
 });
@@ -43,7 +48,9 @@ const CHARGE_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS c
  * customer, amount and currency within `minutes` either side: one indexed
  * probe per charge of the page.
  */
-async function twinsOf(charges: ChargeRow[], minutes: number): Promise<Map<string, { id: string; createdAt: Date }>> {
+type Twin = { id: string; createdAt: Date; idempotentRequestId: bigint | null };
+
+async function twinsOf(charges: ChargeRow[], minutes: number): Promise<Map<string, Twin>> {
   const candidates = charges.filter((c) => c.status === "succeeded" && c.customerId !== null);
   if (candidates.length === 0) return new Map();
   // One range probe per charge along the covering (customer_id, created_at, ...) index, its bounds given as
@@ -68,13 +75,19 @@ async function twinsOf(charges: ChargeRow[], minutes: number): Promise<Map<strin
   );
   const twinIds = rows.flatMap((r) => (r.twinId ? [r.twinId] : []));
   const twins = twinIds.length
-    ? await db.charge.findMany({ where: { id: { in: twinIds } }, select: { id: true, createdAt: true } })
+    ? await db.charge.findMany({
+        where: { id: { in: twinIds } },
+        select: { id: true, createdAt: true, idempotentRequestId: true },
+      })
     : [];
   const twinOf = new Map(twins.map((t) => [t.id, t]));
   return new Map(rows.flatMap((r) => (r.twinId && twinOf.has(r.twinId) ? [[r.id, twinOf.get(r.twinId)!]] : [])));
 }
 
-/** Charges with their client, record (key and phase, while the record lives) and possible twin. */
+/**
+ * Charges with their client, record (key and phase, while the record lives) and possible twin, the pair
+ * classified by what the two requests show (evidence.ts): only a likely double charge is highlighted.
+ */
 async function present(charges: ChargeRow[], minutes: number) {
   const requestIds = charges.flatMap((c) => (c.idempotentRequestId === null ? [] : [c.idempotentRequestId]));
   const clientIds = [...new Set(charges.map((c) => c.apiClientId))];
@@ -85,6 +98,11 @@ async function present(charges: ChargeRow[], minutes: number) {
       : [],
     twinsOf(charges, minutes),
   ]);
+  const snapshots = await requestSnapshots([
+    ...requestIds,
+    ...[...twins.values()].flatMap((t) => (t.idempotentRequestId === null ? [] : [t.idempotentRequestId])),
+  ]);
+  const snapshotOf = (id: bigint | null) => (id === null ? null : (snapshots.get(String(id)) ?? null));
   const now = new Date();
   const recordOf = new Map(records.map((r) => [String(r.id), decodeRecord(r, now)]));
   const clientOf = new Map(clients.map((c) => [c.id, c]));
@@ -102,14 +120,26 @@ async function present(charges: ChargeRow[], minutes: number) {
       request: record
         ? { id: String(record.id), idempotencyKey: record.idempotencyKey, phase: phaseDisplay(record.phase) }
         : null,
-      possibleDuplicateOf: twins.get(c.id) ?? null,
+      possibleDuplicateOf: twinOf(c, twins.get(c.id), snapshotOf),
     };
   });
 }
 
+function twinOf(charge: ChargeRow, twin: Twin | undefined, snapshotOf: (id: bigint | null) => RequestSnapshot | null) {
+  if (!twin) return null;
+  const gapMs = charge.createdAt.getTime() - twin.createdAt.getTime();
+  const evidence = classifyPair(snapshotOf(charge.idempotentRequestId), snapshotOf(twin.idempotentRequestId), gapMs);
+  return { id: twin.id, createdAt: twin.createdAt, gapMs, evidence: evidenceDisplay(evidence) };
+}
+
 export async function customerCharges(input: z.infer<typeof customerChargesInput>) {
+  const range = [
+    ...(input.since ? [cond("c.created_at >= ?", input.since)] : []),
+    ...(input.until ? [cond("c.created_at <= ?", input.until)] : []),
+  ];
   const w = where([
     cond("c.customer_id = ?", input.customerId),
+    ...range,
     ...before(input.cursor, String, "c.created_at", "c.id"),
   ]);
   const rows = await db.$queryRawUnsafe<ChargeRow[]>(
@@ -119,9 +149,11 @@ export async function customerCharges(input: z.infer<typeof customerChargesInput
     input.limit + 1,
   );
   const page = rows.slice(0, input.limit);
+  const counting = where([cond("c.customer_id = ?", input.customerId), ...range]);
   const [counted] = await db.$queryRawUnsafe<{ n: bigint }[]>(
-    `SELECT COUNT(*) AS n FROM (SELECT 1 FROM charges WHERE customer_id = ? LIMIT ?) AS page`,
-    input.customerId,
+    `SELECT COUNT(*) AS n
+       FROM (SELECT 1 FROM charges c USE INDEX (charges_customer_created_idx) ${counting.sql} LIMIT ?) AS page`,
+    ...counting.values,
     COUNT_CAP + 1,
   );
   return {
@@ -139,9 +171,17 @@ export async function chargeDetail(id: string, minutes = DEFAULT_WINDOW_MINUTES)
     where: { id },
     select: { gatewayChargeId: true, gatewayIdempotencyKey: true, idempotentRequestId: true },
   });
-  const [charge] = await present(rows, minutes);
+  const [[charge], openMismatches] = await Promise.all([
+    present(rows, minutes),
+    openMismatchesOf({
+      chargeIds: [id],
+      gatewayChargeIds: [full.gatewayChargeId],
+      requestIds: full.idempotentRequestId === null ? [] : [full.idempotentRequestId],
+    }),
+  ]);
   return {
     ...charge!,
+    openMismatches,
     gatewayChargeId: full.gatewayChargeId,
     gatewayIdempotencyKey: full.gatewayIdempotencyKey,
     recordPruned: full.idempotentRequestId === null,

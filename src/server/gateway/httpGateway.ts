@@ -34,6 +34,9 @@ const listedSchema = chargeSchema.extend({
     .nullable(),
 });
 
+/** The lookup's 404: no charge under the key, and the refusal of a request under it, if any. */
+const notFoundSchema = z.object({ refused: z.object({ code: z.string() }).optional() });
+
 const listSchema = z.object({ data: z.array(listedSchema), next_cursor: z.string().nullable() });
 
 const metadataSchema = z
@@ -127,11 +130,17 @@ export class HttpPaymentGateway implements PaymentGateway {
     );
   }
 
-  /** The simulator's lookup by key reads its own table: a miss is a proof. */
+  /**
+   * The simulator's lookup by key reads its own table: a miss is a proof. Its 404 names a refusal under the
+   * key (a request carried out after its Charge-Not-After), if there was one.
+   */
   async findCharge({ idempotencyKey }: { idempotencyKey: string }): Promise<GatewayLookup> {
     const url = new URL(`/v1/charges/by-idempotency-key/${encodeURIComponent(idempotencyKey)}`, this.baseUrl);
     const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    if (response.status === 404) return { kind: "not_charged" };
+    if (response.status === 404) {
+      const { refused } = notFoundSchema.parse(await response.json().catch(() => ({})));
+      return { kind: "not_charged", refused: refused?.code ?? null };
+    }
     if (!response.ok) throw new Error(`gateway lookup answered ${response.status}`);
     return { kind: "charged", charge: toGatewayCharge(await response.json()) };
   }

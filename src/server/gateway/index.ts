@@ -1,4 +1,5 @@
 import { env } from "~/env";
+import { dyingAfterCharges } from "./benchmarkDeath";
 import { HttpPaymentGateway } from "./httpGateway";
 import { StripePaymentGateway } from "./stripeGateway";
 import type { PaymentGateway } from "./types";
@@ -17,6 +18,8 @@ function configuredGateway(): PaymentGateway {
   }
 }
 
-export const gateway: PaymentGateway = configuredGateway();
+export const gateway: PaymentGateway = env.BENCHMARK_DIE_AFTER_GATEWAY
+  ? dyingAfterCharges(configuredGateway())
+  : configuredGateway();
 export * from "./types";
 export { deriveGatewayKey, metadataFor } from "./deriveGatewayKey";

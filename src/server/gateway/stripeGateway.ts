@@ -30,9 +30,16 @@ import {
  *   connection closed under it) reuses our Idempotency-Key, so it cannot charge twice.
  * - Stripe answers 409 while another request with the key is executing: the
  *   adapter waits and asks again with the same key until `timeoutMs` is spent.
- * - Stripe has no lookup by idempotency key, so `findCharge` searches by the
- *   metadata. Search lags behind writes: a miss is only a proof once the last
- *   attempt is older than `searchConsistencyMs`; before that it is `unproven`.
+ * - Stripe has no lookup by idempotency key. Inside `searchConsistencyMs` of
+ *   the operation's first attempt the adapter reads the list (strongly
+ *   consistent) of the intents created since then, filtered on the metadata;
+ *   after it, it searches by the metadata (search lags behind writes, and has
+ *   long caught up). A miss is only a proof once the last attempt is older than
+ *   `searchConsistencyMs` (a request may still be on its way); before that it is
+ *   `unproven`.
+ * - A retry whose create Stripe answers with a saved error (a 500 replayed to
+ *   every request under the key) learns what the first request did from that
+ *   list read, not from the error: a charge made before the 500 is found at once.
  */
 export type StripeGatewayOptions = {
   secretKey: string;
@@ -111,6 +118,44 @@ function fromIntent(intent: Stripe.PaymentIntent): GatewayCharge | undefined {
     default: // processing, requires_capture: not final
       return undefined;
   }
+}
+
+/**
+ * How much earlier than the operation's first attempt (our clock) Stripe's `created` (its clock, whole seconds)
+ * may date one of its intents: the list read's window starts this much before it.
+ */
+const CREATED_SKEW_MS = 60_000;
+const LIST_PAGE = 100;
+
+/** Stripe's answer to this request is the one it saved for the key: the first request with it finished executing. */
+const isReplayed = (error: unknown) =>
+  error instanceof Stripe.errors.StripeError && error.headers?.["idempotent-replayed"] === "true";
+
+/**
+ * The operation's intents as a lookup: the one that moved money if any, else the decline; undefined when there
+ * are none. (One intent per key is all Stripe's idempotency allows; were there more, the one that moved money
+ * matters.)
+ */
+function lookupOf(intents: Stripe.PaymentIntent[]): GatewayLookup | undefined {
+  const charges = intents.map(fromIntent);
+  if (charges.some((c) => c === undefined)) {
+    return { kind: "unproven", reason: "a PaymentIntent under this key is processing" };
+  }
+  const charge = charges.find((c) => c!.status === "succeeded") ?? charges[0];
+  return charge && { kind: "charged", charge };
+}
+
+/** Intents made under the gateway key; one that names another record under it is an error, never a charge. */
+function underKey(intents: Stripe.PaymentIntent[], gatewayKey: string, requestId: string) {
+  const mine = intents.filter((i) => i.metadata[META.gatewayKey] === gatewayKey);
+  for (const intent of mine) {
+    // An empty requestId: the asker no longer knows the record (pruned); the key alone names the charge.
+    if (requestId !== "" && intent.metadata[META.requestId] !== requestId) {
+      const owner = intent.metadata[META.requestId];
+      throw new Error(`PaymentIntent ${intent.id} has gateway key ${gatewayKey} but belongs to request ${owner}`);
+    }
+  }
+  return mine;
 }
 
 /** How long Stripe remembers an idempotency key, and how much sooner than that the adapter stops trusting it. */
@@ -261,9 +306,71 @@ export class StripePaymentGateway implements PaymentGateway {
           await sleep(wait);
           continue;
         }
+        if (isReplayed(error) && firstAttemptAt) {
+          const settled = await this.settleReplayedError(idempotencyKey, request, firstAttemptAt, deadline);
+          if (settled) return settled;
+        }
         throw unknownOutcome(error);
       }
     }
+  }
+
+  /**
+   * A create answered with the error Stripe saved for the key (a 500 after the money moved, replayed to every
+   * retry): the first request has finished, so what it made is in the list by now. The final charge it made,
+   * or undefined (nothing under the key, or still processing: unknown, as before). A read that fails or runs out
+   * of time is an unknown outcome that says so.
+   */
+  private async settleReplayedError(
+    gatewayKey: string,
+    request: GatewayChargeRequest,
+    firstAttemptAt: Date,
+    deadline: number,
+  ): Promise<GatewayCharge | undefined> {
+    if (deadline - Date.now() < 1) return undefined;
+    let intents: Stripe.PaymentIntent[];
+    try {
+      intents = await beforeDeadline(
+        this.listedUnder(gatewayKey, request.metadata.requestId, firstAttemptAt, deadline),
+        deadline,
+      );
+    } catch (error) {
+      throw new GatewayOutcomeUnknownError(`stripe: a replayed error, and the list read failed: ${String(error)}`, {
+        cause: error,
+      });
+    }
+    const found = lookupOf(intents);
+    return found?.kind === "charged" ? found.charge : undefined;
+  }
+
+  /**
+   * The intents under the gateway key among those created since `since` (less the clock skew), from the list,
+   * which is strongly consistent: an intent is in it the moment it exists (search lags). Newest first, every
+   * page of the window: about N/100 requests for N intents, so it is kept to young operations.
+   */
+  private async listedUnder(gatewayKey: string, requestId: string, since: Date, deadline?: number) {
+    const created = { gte: Math.floor((since.getTime() - CREATED_SKEW_MS) / 1000) };
+    const found: Stripe.PaymentIntent[] = [];
+    let startingAfter: string | undefined;
+    for (;;) {
+      const timeout = Math.max(1, Math.min(this.lookupTimeoutMs, (deadline ?? Infinity) - Date.now()));
+      const page = await this.stripe.paymentIntents.list(
+        { created, limit: LIST_PAGE, ...(startingAfter && { starting_after: startingAfter }) },
+        { timeout },
+      );
+      found.push(...underKey(page.data, gatewayKey, requestId));
+      if (!page.has_more || page.data.length === 0) return found;
+      startingAfter = page.data.at(-1)!.id;
+    }
+  }
+
+  /** Searches by the gateway key in the metadata, then reads each hit itself (a search hit may show an old status). */
+  private async searchedUnder(gatewayKey: string, requestId: string) {
+    const options = { timeout: this.lookupTimeoutMs };
+    const query = `metadata[${quote(META.gatewayKey)}]:${quote(gatewayKey)}`;
+    const hits = await this.stripe.paymentIntents.search({ query, limit: 10 }, options);
+    const intents = await Promise.all(hits.data.map((hit) => this.stripe.paymentIntents.retrieve(hit.id, {}, options)));
+    return underKey(intents, gatewayKey, requestId);
   }
 
   /**
@@ -343,42 +450,34 @@ export class StripePaymentGateway implements PaymentGateway {
   }
 
   /**
-   * Searches by the gateway key in the metadata, then reads each hit itself
-   * (retrieve is strongly consistent; a search hit may show an old status).
+   * Inside `searchConsistencyMs` of the operation's first attempt, reads the list (strongly consistent: a charge
+   * is found the moment it exists); for older operations, or without `firstAttemptAt`, searches (long caught up
+   * with them). A miss proves nothing until the last attempt is `searchConsistencyMs` old: a request may still
+   * be on its way, or the search behind.
    */
   async findCharge(lookup: {
     idempotencyKey: string;
     metadata: ChargeMetadata;
     lastAttemptAt: Date;
+    firstAttemptAt?: Date;
   }): Promise<GatewayLookup> {
-    const { idempotencyKey, metadata, lastAttemptAt } = lookup;
-    const options = { timeout: this.lookupTimeoutMs };
-    const query = `metadata[${quote(META.gatewayKey)}]:${quote(idempotencyKey)}`;
-    const hits = await this.stripe.paymentIntents.search({ query, limit: 10 }, options);
-    if (hits.data.length === 0) {
-      const since = Date.now() - lastAttemptAt.getTime();
-      if (since < this.options.searchConsistencyMs) {
-        const window = this.options.searchConsistencyMs;
-        const reason = `search found nothing ${since} ms after the last attempt; it may lag up to ${window} ms`;
-        return { kind: "unproven", reason };
-      }
-      return { kind: "not_charged" };
+    const { idempotencyKey, metadata, lastAttemptAt, firstAttemptAt } = lookup;
+    const window = this.options.searchConsistencyMs;
+    const young = firstAttemptAt !== undefined && Date.now() - firstAttemptAt.getTime() < window;
+    const intents = young
+      ? await this.listedUnder(idempotencyKey, metadata.requestId, firstAttemptAt)
+      : await this.searchedUnder(idempotencyKey, metadata.requestId);
+    const found = lookupOf(intents);
+    if (found) return found;
+    const since = Date.now() - lastAttemptAt.getTime();
+    if (since < window) {
+      const read = young ? "the list" : "search";
+      const reason =
+        `${read} found nothing ${since} ms after the last attempt; ` +
+        `a request on its way (or the search) may lag up to ${window} ms`;
+      return { kind: "unproven", reason };
     }
-    const intents = await Promise.all(hits.data.map((hit) => this.stripe.paymentIntents.retrieve(hit.id, {}, options)));
-    const mine = intents.filter((i) => i.metadata[META.gatewayKey] === idempotencyKey);
-    for (const intent of mine) {
-      // An empty requestId: the asker no longer knows the record (pruned); the key alone names the charge.
-      if (metadata.requestId !== "" && intent.metadata[META.requestId] !== metadata.requestId) {
-        const owner = intent.metadata[META.requestId];
-        throw new Error(`PaymentIntent ${intent.id} has gateway key ${idempotencyKey} but belongs to request ${owner}`);
-      }
-    }
-    const charges = mine.map(fromIntent);
-    if (charges.some((c) => c === undefined))
-      return { kind: "unproven", reason: "a PaymentIntent under this key is processing" };
-    // One intent per key is all Stripe's idempotency allows; were there more, the one that moved money matters.
-    const charge = charges.find((c) => c!.status === "succeeded") ?? charges[0];
-    return charge ? { kind: "charged", charge } : { kind: "not_charged" };
+    return { kind: "not_charged", refused: null };
   }
 
   /**

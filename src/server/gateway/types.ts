@@ -52,7 +52,11 @@ export type ListedGatewayCharge = GatewayCharge & {
  */
 export type GatewayLookup =
   | { kind: "charged"; charge: GatewayCharge }
-  | { kind: "not_charged" }
+  /**
+   * No money moved under the key. `refused`: the gateway received a request under it and refused it without
+   * charging (the gateway's code for why); null: the gateway has no trace of any request under it.
+   */
+  | { kind: "not_charged"; refused: string | null }
   | { kind: "unproven"; reason: string };
 
 export type ChargeOptions = {
@@ -85,9 +89,16 @@ export interface PaymentGateway {
   /**
    * The charge made under this key, if any. `lastAttemptAt` is when the app last
    * called `charge` with it (a provider with an eventually consistent lookup
-   * answers `unproven` until that is long enough ago).
+   * answers `unproven` until that is long enough ago); `firstAttemptAt`, when the
+   * operation first reached for the gateway, bounds a provider's strongly
+   * consistent read of the charges made since (Stripe's list).
    */
-  findCharge(lookup: { idempotencyKey: string; metadata: ChargeMetadata; lastAttemptAt: Date }): Promise<GatewayLookup>;
+  findCharge(lookup: {
+    idempotencyKey: string;
+    metadata: ChargeMetadata;
+    lastAttemptAt: Date;
+    firstAttemptAt?: Date;
+  }): Promise<GatewayLookup>;
   /**
    * Refunds once per idempotency key, as `charge` charges.
    * @throws GatewayOutcomeUnknownError when it cannot tell whether money moved; GatewayRefusedError for a no.

@@ -178,10 +178,12 @@ export const API_ERRORS = {
   request_abandoned: {
     status: 500,
     title: "Request abandoned",
-    message: "The request was interrupted before it reached the payment gateway; no charge was made.",
+    message: "The request was given up, and the payment gateway did not carry it out; no money moved.",
     action: "final",
     advice:
-      "Final, and replayed (Idempotent-Replay: true) to every retry with this key: no charge was made. " +
+      "Final, and replayed (Idempotent-Replay: true) to every retry with this key: no charge or refund was made. " +
+      "`error.gateway` says what the gateway showed: `refused` (it received the request and refused it, " +
+      "`gateway_code` says why) or `no_trace` (it has no trace of it). " +
       "To charge, start a new operation with a new key.",
     stored: true,
   },
@@ -223,7 +225,9 @@ export const API_ERRORS = {
     action: "final",
     advice:
       "Succeeded refunds (and refunds in flight) already cover the whole charge: see its `amount_refunded_cents` " +
-      "and `refunds`. Nothing was stored.",
+      "and `refunds`. Usually nothing was stored; a refund that lost the race for what was left after it started " +
+      "stores this answer (with `error.left_cents`) and replays it to every retry with its key.",
+    stored: true,
   },
   refund_declined: {
     status: 402,

@@ -3,9 +3,10 @@ import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "~/server/htt
 
 export { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH };
 
-export type ParsedKeyHeader = { kind: "absent" } | { kind: "valid"; key: string } | { kind: "invalid"; reason: string };
+export type ParsedKey = { kind: "valid"; key: string } | { kind: "invalid"; reason: string };
+export type ParsedKeyHeader = { kind: "absent" } | ParsedKey;
 
-const invalid = (reason: string): ParsedKeyHeader => ({ kind: "invalid", reason });
+const invalid = (reason: string): ParsedKey => ({ kind: "invalid", reason });
 
 /**
  * Reads the Idempotency-Key header (the field value as the server received it).
@@ -20,7 +21,14 @@ const invalid = (reason: string): ParsedKeyHeader => ({ kind: "invalid", reason 
  * key "k1, k2" (which would charge as an operation nobody asked for).
  */
 export function parseIdempotencyKeyHeader(value: string | null): ParsedKeyHeader {
-  if (value === null) return { kind: "absent" };
+  return value === null ? { kind: "absent" } : parseIdempotencyKey(value);
+}
+
+/**
+ * A key as the header carries it, wherever it comes from: GET /api/charges?idempotency_key= takes exactly what
+ * the header takes, so that a client never finds 404 for a key it charged under (README "Idempotency keys").
+ */
+export function parseIdempotencyKey(value: string): ParsedKey {
   const trimmed = value.trim();
   if (trimmed.startsWith('"')) return parseStructured(trimmed);
   if (trimmed.includes(",")) {
@@ -30,7 +38,7 @@ export function parseIdempotencyKeyHeader(value: string | null): ParsedKeyHeader
   return problem ? invalid(problem) : { kind: "valid", key: trimmed };
 }
 
-function parseStructured(value: string): ParsedKeyHeader {
+function parseStructured(value: string): ParsedKey {
   let item: unknown;
   try {
     [item] = parseItem(value);

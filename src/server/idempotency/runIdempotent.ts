@@ -155,7 +155,10 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Cla
       continue;
     }
     if ("refused" in result) return { kind: "refused" };
-    if ("claimed" in result) return { kind: "claimed", record: result.claimed };
+    if ("claimed" in result) {
+      claim.onNewRecord?.();
+      return { kind: "claimed", record: result.claimed };
+    }
     if (!result.found) continue; // deleted (expired) between our insert and our read: go round again
     const answer = await answerExisting(result.found, claim, now);
     if (answer) return answer;
@@ -209,7 +212,8 @@ export async function workUnderClaim(
     return { kind: "unknown_outcome", requestId: record.id };
   }
   // The answer names the request that produced it (a replay says so in Original-Request); the sweeper's, none.
-  const response = { ...result.response, requestId: currentLogContext()?.requestId ?? null };
+  const requestId = currentLogContext()?.requestId;
+  const response = requestId ? { ...result.response, requestId } : result.response;
   try {
     const stored = await records.complete(record, response, result.writes, result.finishedBy ?? "request");
     if (stored) return { kind: "fresh", response, expiresAt: records.expiryAfterCompletion(record) };

@@ -15,6 +15,8 @@ export type ClaimInput = {
   fields?: Record<string, unknown> | null;
   /** Keyless only: a condition the claim must meet, learnt in the claim's own round trip (Admission). */
   admission?: Admission;
+  /** Called once when this claim made a new record (not on a replay, a 409 or a take-over): an operation began. */
+  onNewRecord?: () => void;
 };
 
 /**

@@ -16,10 +16,11 @@ import { env } from "~/env";
 import type { Charge, LedgerMismatchKind, Refund } from "~/generated/prisma/client";
 import { chargeCompletion } from "~/server/charges/chargeRows";
 import { db } from "~/server/db";
-import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
-import { findRecord, finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
+import { gateway, type ListedGatewayCharge } from "~/server/gateway";
+import { finishUnfinished } from "~/server/idempotency";
 import { withKeylessCount } from "~/server/operations/submitOperation";
 import { healLateCharge } from "./healLateCharge";
+import { ownerOf } from "./owner";
 import { reconcileRefunds } from "./reconcileRefunds";
 
 export type Finding = {
@@ -73,14 +74,6 @@ export function describeCounts(
 
 const PAGE = 100;
 const fingerprint = (f: Pick<Finding, "kind" | "subject">) => `${f.kind}:${f.subject}`.slice(0, 160);
-
-/** The record that owns a gateway charge, if its metadata names one whose derived key is the charge's key. */
-async function ownerOf(charge: ListedGatewayCharge): Promise<IdempotencyRecord | null> {
-  const requestId = charge.metadata?.requestId;
-  if (!requestId || !/^\d{1,19}$/.test(requestId)) return null;
-  const record = await findRecord(BigInt(requestId));
-  return record && deriveGatewayKey(record) === charge.idempotencyKey ? record : null;
-}
 
 function compare(gatewayCharge: ListedGatewayCharge, appCharge: Charge): Finding | null {
   const same =
@@ -320,7 +313,13 @@ async function storeFindings(runId: number, findings: Finding[], inOrder: Set<st
         detectedAt: now,
         lastSeenAt: now,
       },
-      update: { lastSeenAt: now, resolvedAt: null, resolvedBy: null, resolutionNote: null },
+      update: { lastSeenAt: now },
+    });
+    // Found again: open again, unless an engineer closed it. Their closing is written once (a trigger keeps it);
+    // its last_seen_at after resolved_at then shows it was seen again.
+    await db.ledgerMismatch.updateMany({
+      where: { fingerprint: fingerprint(f), resolvedBy: null, resolvedAt: { not: null } },
+      data: { resolvedAt: null },
     });
   }
   const resolved = [...inOrder].filter((p) => !findings.some((f) => fingerprint(f) === p));

@@ -7,9 +7,10 @@
  */
 import type { Refund } from "~/generated/prisma/client";
 import { db, queryRows } from "~/server/db";
-import { deriveGatewayKey, gateway, type ListedGatewayRefund } from "~/server/gateway";
-import { findRecord, finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
+import { gateway, type ListedGatewayRefund } from "~/server/gateway";
+import { finishUnfinished } from "~/server/idempotency";
 import { settleRecord } from "~/server/moneyRoutes";
+import { ownerOf } from "./owner";
 import type { Finding } from "./reconcile";
 
 export type RefundReconciliation = {
@@ -22,14 +23,6 @@ export type RefundReconciliation = {
 };
 
 const PAGE = 100;
-
-/** The record that owns a gateway refund, if its metadata names one whose derived key is the refund's key. */
-async function ownerOf(refund: ListedGatewayRefund): Promise<IdempotencyRecord | null> {
-  const requestId = refund.metadata?.requestId;
-  if (!requestId || !/^\d{1,19}$/.test(requestId)) return null;
-  const record = await findRecord(BigInt(requestId));
-  return record && deriveGatewayKey(record) === refund.idempotencyKey ? record : null;
-}
 
 function compare(listed: ListedGatewayRefund, app: Refund): Finding | null {
   if (listed.amountCents === app.amountCents && listed.id === app.gatewayRefundId) return null;

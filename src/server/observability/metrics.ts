@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { db, poolUsage } from "~/server/db";
-import { keylessShareByClient } from "~/server/rollout/stats";
 
 /**
  * The app's Prometheus metrics (GET /api/metrics). What happens in this
@@ -120,19 +119,6 @@ function createMetrics() {
       this.set(last?.finishedAt ? last.finishedAt.getTime() / 1000 : 0);
     },
   });
-  new Gauge({
-    name: "charges_keyless_share",
-    help: "Share of a client's POST /api/charges without an Idempotency-Key over the last 24 h (0 before enforcing)",
-    labelNames: ["client_id", "client"] as const,
-    registers,
-    async collect() {
-      this.reset();
-      for (const c of await keylessShareByClient(new Date(Date.now() - 24 * HOUR))) {
-        this.set({ client_id: String(c.apiClientId), client: c.name }, c.keylessShare);
-      }
-    },
-  });
-
   return { registry, answers, claimSeconds, claimConflicts, gatewaySeconds };
 }
 

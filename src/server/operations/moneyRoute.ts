@@ -1,12 +1,13 @@
+import { parseRecordId } from "~/lib/recordId";
 import { env } from "~/env";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { methodNotAllowed } from "~/server/http/handleApi";
-import { IDEMPOTENCY_KEY_HEADER, keyProblem, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
+import { IDEMPOTENCY_KEY_HEADER, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
-import { withApiClient } from "~/server/http/withApiClient";
+import { withApiClient } from "~/server/auth/withApiClient";
 import { noteAnswered, type OperationState } from "~/server/idempotency";
-import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { parseIdempotencyKey, parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
 import { currentLogContext } from "~/server/observability/context";
 import { metrics } from "~/server/observability/metrics";
 import type { MoneyOperation } from "./moneyOperation";
@@ -178,10 +179,12 @@ function operationHandle(
 ): { idempotencyKey: string } | { requestId: bigint } | { problem: string } {
   const requestId = query.get("request_id");
   if (requestId !== null) {
-    return /^\d{1,19}$/.test(requestId) ? { requestId: BigInt(requestId) } : { problem: "request_id must be a number" };
+    const id = parseRecordId(requestId);
+    return id === null ? { problem: "request_id must be a number" } : { requestId: id };
   }
-  const key = query.get("idempotency_key");
-  if (key === null) return { problem: "Send the operation's key as ?idempotency_key=... (or ?request_id=...)" };
-  const problem = keyProblem(key);
-  return problem ? { problem } : { idempotencyKey: key };
+  const value = query.get("idempotency_key");
+  if (value === null) return { problem: "Send the operation's key as ?idempotency_key=... (or ?request_id=...)" };
+  // The header's parser: the query names the key the header named, in either form, and refuses what it refuses.
+  const key = parseIdempotencyKey(value);
+  return key.kind === "valid" ? { idempotencyKey: key.key } : { problem: key.reason };
 }

@@ -12,7 +12,12 @@ import {
   type WorkResult,
 } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
-import { countKeyedRequest, countKeylessRequest, keylessCountStatement } from "~/server/rollout/counters";
+import {
+  countKeyedOperation,
+  countKeyedRequest,
+  countKeylessRequest,
+  keylessCountStatement,
+} from "~/server/rollout/counters";
 import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
 import type { MoneyOperation } from "./moneyOperation";
 import { errorOutcome, type OperationOutcome } from "./outcome";
@@ -33,7 +38,8 @@ export type SubmitArgs = {
  * operation's precheck) happens before any key is claimed, so a refused request is never stored and its key
  * stays usable.
  *
- * Every request is counted for the rollout, exactly once: a keyed one in memory; a keyless one that claims, with
+ * Every request is counted for the rollout, per route, exactly once: a keyed one in memory, as an attempt, and as
+ * an operation too when its key makes a new record (the claim's onNewRecord); a keyless one that claims, with
  * its record, by the transaction that completes it (withKeylessCount) or, refused, by the one that withdraws its
  * claim (rollout/mode.ts, keylessAdmission); a keyless one answered before any claim here, before it is answered.
  */
@@ -46,17 +52,17 @@ export async function submitOperation<Input>(
   addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
   const checked = await checkBeforeClaim(operation, args, key.kind === "valid" ? key.key : null);
   if (key.kind === "valid") {
-    countKeyedRequest(args.apiClientId);
+    countKeyedRequest(args.apiClientId, operation.route);
     return "input" in checked ? claimAndWork(operation, args, checked.input, key.key) : checked.answer;
   }
   // Keyless: refused when the header is required, globally or for this client. A request that claims learns the
   // mode in its claim's own round trip (keylessAdmission); one answered before any claim reads it here, so that
   // the header's error still comes before the body's.
   if ("input" in checked) {
-    return claimAndWork(operation, args, checked.input, null, keylessAdmission(args.apiClientId));
+    return claimAndWork(operation, args, checked.input, null, keylessAdmission(args.apiClientId, operation.route));
   }
   const refused = (await modeForKeylessRequest(args.apiClientId)) === "required";
-  await countKeylessRequest(args.apiClientId, { refused });
+  await countKeylessRequest(args.apiClientId, operation.route, { refused });
   return refused ? errorOutcome("idempotency_key_required") : checked.answer;
 }
 
@@ -107,6 +113,7 @@ async function claimAndWork<Input>(
     customerId: shown.customerId,
     fields: shown.fields,
     admission,
+    onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, operation.route),
   };
   const work = (held: HeldClaim) => operation.work(held, input).then((r) => withKeylessCount(held.record, r));
   const outcome = await runIdempotent(claim, work, {
@@ -142,7 +149,8 @@ async function claimAndWork<Input>(
  */
 export function withKeylessCount(record: IdempotencyRecord, result: WorkResult): WorkResult {
   if (result.kind !== "complete" || record.idempotencyKey !== null) return result;
-  return { ...result, writes: [...result.writes, keylessCountStatement(record.apiClientId, record.createdAt)] };
+  const count = keylessCountStatement(record.apiClientId, record.route, record.createdAt);
+  return { ...result, writes: [...result.writes, count] };
 }
 
 async function operationExists<Input>(operation: MoneyOperation<Input>, apiClientId: number, idempotencyKey: string) {

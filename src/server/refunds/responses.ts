@@ -1,4 +1,5 @@
 import type { Refund } from "~/generated/prisma/client";
+import { abandonedBody } from "~/server/http/abandonedAnswer";
 import { errorBody } from "~/server/http/apiError";
 import { API_ERRORS } from "~/server/http/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
@@ -34,11 +35,11 @@ export const nothingLeftResponse = (left: number): StoredResponse => ({
   body: errorBody("charge_already_refunded", `Only ${left} is left to refund on this charge.`, { left_cents: left }),
 });
 
-/** The stored answer of a refund operation the sweeper found the gateway never carried out. */
+/**
+ * The stored answer of a refund operation the sweeper found the gateway never carried out: no hold (it never got
+ * to the gateway), or none in the gateway's refund list (strongly consistent): no trace there either way.
+ */
 export const abandonedRefundResponse: StoredResponse = {
   status: 500,
-  body: errorBody(
-    "request_abandoned",
-    "The request was interrupted before it reached the payment gateway; no refund was made.",
-  ),
+  body: abandonedBody({ kind: "no_trace" }, "refund"),
 };

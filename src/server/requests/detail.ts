@@ -16,6 +16,7 @@ import {
   type EventKind,
   type TimelineEvent,
 } from "~/server/idempotency";
+import { openMismatchesOf } from "~/server/ledger/mismatches";
 import { diffFields, parseFields } from "./fieldDiff";
 import { summarise } from "./log";
 
@@ -31,7 +32,7 @@ export async function requestDetail(id: bigint) {
   if (!row) throw new DomainError("not_found", `There is no request record ${id}: it never existed, or it expired.`);
   const now = new Date();
   const record = decodeRecord(row, now);
-  const [[summary], { events, truncated }, counts, reuseRows] = await Promise.all([
+  const [[summary], { events, truncated }, counts, reuseRows, openMismatches] = await Promise.all([
     summarise([{ ...record, customerId: row.customerId }]),
     eventsOf(record),
     eventCounts(record),
@@ -46,6 +47,11 @@ export async function requestDetail(id: bigint) {
           orderBy: { id: "desc" },
           take: 50,
         }),
+    openMismatchesOf({
+      requestIds: [row.id],
+      chargeIds: row.charge ? [row.charge.id] : [],
+      gatewayChargeIds: row.charge ? [row.charge.gatewayChargeId] : [],
+    }),
   ]);
   const clientIds = [...new Set([...events.map((e) => e.apiClientId), ...reuseRows.map((r) => r.apiClientId)])];
   const clients = await db.apiClient.findMany({ where: { id: { in: clientIds } }, select: { id: true, name: true } });
@@ -122,6 +128,8 @@ export async function requestDetail(id: bigint) {
     },
     timeline,
     timelineTruncated: truncated,
+    /** The ledger's open findings about this request or its charge: the page warns of them. */
+    openMismatches,
     counts,
     reuses,
     reapAfterMs: env.REAP_AFTER_MS,

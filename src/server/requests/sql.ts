@@ -59,5 +59,3 @@ export const bounded = (n: bigint | number): BoundedCount => ({
 
 /** LIKE 'prefix%' with the prefix's own wildcards escaped. */
 export const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
-export const toDate = (v: Date | string) => (v instanceof Date ? v : new Date(`${v.replace(" ", "T")}Z`));

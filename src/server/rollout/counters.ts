@@ -22,22 +22,33 @@ export const COUNT_SHARDS = 16;
 
 export type BucketCount = {
   apiClientId: number;
+  /** The money route, as the records name it ("POST /api/charges"): every count is per route. */
+  route: string;
   bucketStart: Date;
+  /** Keyed operations: requests whose key made a new record. */
   keyed: number;
+  /** Keyed HTTP requests, retries and replays included (a separate, labelled figure). */
+  keyedAttempts: number;
+  /** Keyless requests accepted. */
   keyless: number;
   /** Keyless requests refused because the header was required (globally, or for their client). */
   keylessRejected: number;
+  /** The last accepted keyless request: a refused one never moves "clean from". */
   lastKeylessAt: Date | null;
 };
+
+const NOTHING = { keyed: 0, keyedAttempts: 0, keyless: 0, keylessRejected: 0, lastKeylessAt: null };
 
 /** Adds to the client's hourly buckets; one statement, so concurrent writers never lose a count. */
 function addToBuckets(counts: BucketCount[]): Statement {
   return {
     sql: `INSERT INTO request_count_buckets
-            (api_client_id, bucket_start, shard, keyed, keyless, keyless_rejected, last_keyless_at)
-          VALUES ${counts.map(() => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}
+            (api_client_id, bucket_start, route, shard, keyed, keyed_attempts, keyless, keyless_rejected,
+             last_keyless_at)
+          VALUES ${counts.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}
           ON DUPLICATE KEY UPDATE
             keyed = keyed + VALUES(keyed),
+            keyed_attempts = keyed_attempts + VALUES(keyed_attempts),
             keyless = keyless + VALUES(keyless),
             keyless_rejected = keyless_rejected + VALUES(keyless_rejected),
             last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
@@ -45,8 +56,10 @@ function addToBuckets(counts: BucketCount[]): Statement {
     values: counts.flatMap((c) => [
       c.apiClientId,
       c.bucketStart,
+      c.route,
       Math.floor(Math.random() * COUNT_SHARDS),
       c.keyed,
+      c.keyedAttempts,
       c.keyless,
       c.keylessRejected,
       c.lastKeylessAt,
@@ -55,28 +68,39 @@ function addToBuckets(counts: BucketCount[]): Statement {
 }
 
 /**
- * The count of one keyless POST, as a statement. A keyless request that gets
- * a record is counted by the transaction that completes it (charges/chargeRows.ts):
- * no write of its own in the request path, and never lost, because a record
- * left by a crash is completed by the sweeper, and counted then. Keyless
- * traffic reaching zero is what tells engineers enforcing the header is safe.
+ * The count of one keyless POST, as a statement: accepted, or refused (counted
+ * apart, and never as the client's last keyless request, so that refusing
+ * traffic after enforcing never moves "clean from"). A keyless request that
+ * gets a record is counted by the transaction that completes it
+ * (charges/chargeRows.ts): no write of its own in the request path, and never
+ * lost, because a record left by a crash is completed by the sweeper, and
+ * counted then. Keyless traffic reaching zero is what tells engineers
+ * enforcing the header is safe.
  */
-export function keylessCountStatement(apiClientId: number, at: Date, { refused = false } = {}): Statement {
-  const keylessRejected = refused ? 1 : 0;
+export function keylessCountStatement(
+  apiClientId: number,
+  route: string,
+  at: Date,
+  { refused = false } = {},
+): Statement {
+  const bucketStart = hourBucket(at);
   return addToBuckets([
-    { apiClientId, bucketStart: hourBucket(at), keyed: 0, keyless: 1, keylessRejected, lastKeylessAt: at },
+    refused
+      ? { ...NOTHING, apiClientId, route, bucketStart, keylessRejected: 1 }
+      : { ...NOTHING, apiClientId, route, bucketStart, keyless: 1, lastKeylessAt: at },
   ]);
 }
 
 /**
  * Counts a keyless POST that was answered without a record: refused (the header required, globally or for its
- * client: counted as rejected too, which the rollout page shows per client), invalid, or its client gone.
+ * client: counted as refused only, which the rollout page shows per client), invalid, or its client gone.
  */
 export async function countKeylessRequest(
   apiClientId: number,
+  route: string,
   { refused = false, at = new Date() } = {},
 ): Promise<void> {
-  await execute(keylessCountStatement(apiClientId, at, { refused }));
+  await execute(keylessCountStatement(apiClientId, route, at, { refused }));
 }
 
 /** Keyed counts of this process not yet written, by client and hour. */
@@ -85,26 +109,30 @@ let flushTimer: NodeJS.Timeout | undefined;
 registerRetained("keyed counts not yet written", () => pendingKeyed.size);
 
 /**
- * Counts one keyed POST. Keyed requests only give the keyless share its
- * denominator; they are summed in memory and written once a second. A crash
- * loses at most a second of keyed counts, never a keyless one.
+ * Counts one keyed POST (an attempt). Keyed requests only give the keyless
+ * share its denominator; they are summed in memory and written once a second.
+ * A crash loses at most a second of keyed counts, never a keyless one.
  */
-export function countKeyedRequest(apiClientId: number, at = new Date()): void {
-  holdKeyed({
-    apiClientId,
-    bucketStart: hourBucket(at),
-    keyed: 1,
-    keyless: 0,
-    keylessRejected: 0,
-    lastKeylessAt: null,
-  });
+export function countKeyedRequest(apiClientId: number, route: string, at = new Date()): void {
+  holdKeyed({ ...NOTHING, apiClientId, route, bucketStart: hourBucket(at), keyedAttempts: 1 });
+}
+
+/**
+ * Counts one keyed operation: an attempt whose key made a new record (its
+ * retries, replays and 409s are attempts only). This is the keyless share's
+ * denominator, operation against operation, as a keyless request is one.
+ */
+export function countKeyedOperation(apiClientId: number, route: string, at = new Date()): void {
+  holdKeyed({ ...NOTHING, apiClientId, route, bucketStart: hourBucket(at), keyed: 1 });
 }
 
 function holdKeyed(count: BucketCount) {
-  const id = `${count.apiClientId}:${count.bucketStart.getTime()}`;
+  const id = `${count.apiClientId}:${count.route}:${count.bucketStart.getTime()}`;
   const pending = pendingKeyed.get(id);
-  if (pending) pending.keyed += count.keyed;
-  else pendingKeyed.set(id, { ...count });
+  if (pending) {
+    pending.keyed += count.keyed;
+    pending.keyedAttempts += count.keyedAttempts;
+  } else pendingKeyed.set(id, { ...count });
   if (flushTimer === undefined) flushTimer = setTimeout(() => void flushKeyedCounts(), KEYED_FLUSH_INTERVAL_MS).unref();
 }
 
@@ -116,7 +144,10 @@ function holdKeyed(count: BucketCount) {
 async function flushKeyedCounts(): Promise<void> {
   flushTimer = undefined;
   const batch = [...pendingKeyed.values()].sort(
-    (a, b) => a.apiClientId - b.apiClientId || a.bucketStart.getTime() - b.bucketStart.getTime(),
+    (a, b) =>
+      a.apiClientId - b.apiClientId ||
+      a.bucketStart.getTime() - b.bucketStart.getTime() ||
+      (a.route < b.route ? -1 : a.route > b.route ? 1 : 0),
   );
   pendingKeyed.clear();
   if (batch.length === 0) return;

@@ -26,10 +26,9 @@
  * other waited for: test/countFold.test.ts found both.) READ COMMITTED: no gap
  * locks, so writers of the open hour never wait on a batch.
  *
- * The enforcement decision is unchanged by a fold, except that a folded hour
- * names its last keyless request of any kind as its last accepted one (as a
- * shard row already did): later, never earlier, which can only delay "safe to
- * enforce".
+ * The enforcement decision is unchanged by a fold: a shard row's last keyless
+ * request is its last accepted one (a refused one never sets it), and so is
+ * its hour's.
  */
 import { inTransaction, retryOnLockConflict, type Transaction } from "~/server/db";
 import { hourBucket } from "./counters";
@@ -40,9 +39,10 @@ const BATCH_SIZE = 2_000;
 /** Like the prune, the fold rests three times as long as each batch took. */
 const REST_PER_BATCH_TIME = 3;
 
-type ShardKey = { apiClientId: number; bucketStart: Date; shard: number };
-type ShardRow = ShardKey & { keyed: number; keyless: number; keylessRejected: number; lastKeylessAt: Date | null };
-type Sum = { keyed: number; keyless: number; keylessRejected: number; lastKeylessAt: Date | null };
+type ShardKey = { apiClientId: number; bucketStart: Date; route: string; shard: number };
+type Counts = { keyed: number; keyedAttempts: number; keyless: number; keylessRejected: number };
+type ShardRow = ShardKey & Counts & { lastKeylessAt: Date | null };
+type Sum = Counts & { lastKeylessAt: Date | null };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -74,14 +74,22 @@ export async function foldClosedHours({
 }
 
 const byKey = (rows: ShardKey[]) => ({
-  sql: `(api_client_id, bucket_start, shard) IN (${rows.map(() => "(?, ?, ?)").join(", ")})`,
-  values: rows.flatMap((r) => [r.apiClientId, r.bucketStart, r.shard]),
+  sql: `(api_client_id, bucket_start, route, shard) IN (${rows.map(() => "(?, ?, ?, ?)").join(", ")})`,
+  values: rows.flatMap((r) => [r.apiClientId, r.bucketStart, r.route, r.shard]),
 });
 
 /** Adds `row` to the sum kept under `id`. */
 function addTo<K>(sums: Map<string, K & Sum>, id: string, key: K, row: ShardRow) {
-  const sum = sums.get(id) ?? { ...key, keyed: 0, keyless: 0, keylessRejected: 0, lastKeylessAt: null };
+  const sum = sums.get(id) ?? {
+    ...key,
+    keyed: 0,
+    keyedAttempts: 0,
+    keyless: 0,
+    keylessRejected: 0,
+    lastKeylessAt: null,
+  };
   sum.keyed += row.keyed;
+  sum.keyedAttempts += row.keyedAttempts;
   sum.keyless += row.keyless;
   sum.keylessRejected += row.keylessRejected;
   if (row.lastKeylessAt && (!sum.lastKeylessAt || row.lastKeylessAt > sum.lastKeylessAt))
@@ -92,7 +100,7 @@ function addTo<K>(sums: Map<string, K & Sum>, id: string, key: K, row: ShardRow)
 /** One batch; returns how many candidates it found (fewer than asked: nothing closed is left). */
 async function foldBatch(tx: Transaction, before: Date, batchSize: number): Promise<number> {
   const candidates = await tx.rows<ShardKey>({
-    sql: `SELECT api_client_id AS apiClientId, bucket_start AS bucketStart, shard FROM request_count_buckets
+    sql: `SELECT api_client_id AS apiClientId, bucket_start AS bucketStart, route, shard FROM request_count_buckets
            WHERE bucket_start < ? ORDER BY bucket_start LIMIT ?`,
     values: [before, batchSize],
   });
@@ -100,49 +108,57 @@ async function foldBatch(tx: Transaction, before: Date, batchSize: number): Prom
   const candidateKeys = byKey(candidates);
   // Whatever changed since the plain read: these are the rows and amounts this batch owns until it commits.
   const rows = await tx.rows<ShardRow>({
-    sql: `SELECT api_client_id AS apiClientId, bucket_start AS bucketStart, shard, keyed, keyless,
-                 keyless_rejected AS keylessRejected, last_keyless_at AS lastKeylessAt
+    sql: `SELECT api_client_id AS apiClientId, bucket_start AS bucketStart, route, shard, keyed,
+                 keyed_attempts AS keyedAttempts, keyless, keyless_rejected AS keylessRejected,
+                 last_keyless_at AS lastKeylessAt
             FROM request_count_buckets WHERE ${candidateKeys.sql}
-           ORDER BY api_client_id, bucket_start, shard FOR UPDATE`,
+           ORDER BY api_client_id, bucket_start, route, shard FOR UPDATE`,
     values: candidateKeys.values,
   });
   if (rows.length === 0) return candidates.length;
 
-  const hours = new Map<string, { bucketStart: Date; apiClientId: number } & Sum>();
-  const days = new Map<string, { day: string; apiClientId: number } & Sum>();
+  type Route = { apiClientId: number; route: string };
+  const hours = new Map<string, { bucketStart: Date } & Route & Sum>();
+  const days = new Map<string, { day: string } & Route & Sum>();
   for (const r of rows) {
     const day = r.bucketStart.toISOString().slice(0, 10);
-    addTo(
-      hours,
-      `${r.apiClientId}:${r.bucketStart.getTime()}`,
-      { bucketStart: r.bucketStart, apiClientId: r.apiClientId },
-      r,
-    );
-    addTo(days, `${r.apiClientId}:${day}`, { day, apiClientId: r.apiClientId }, r);
+    const route = { apiClientId: r.apiClientId, route: r.route };
+    addTo(hours, `${r.apiClientId}:${r.route}:${r.bucketStart.getTime()}`, { bucketStart: r.bucketStart, ...route }, r);
+    addTo(days, `${r.apiClientId}:${r.route}:${day}`, { day, ...route }, r);
   }
-  const added = `keyed = keyed + VALUES(keyed), keyless = keyless + VALUES(keyless),
-                 keyless_rejected = keyless_rejected + VALUES(keyless_rejected)`;
+  const added = `keyed = keyed + VALUES(keyed), keyed_attempts = keyed_attempts + VALUES(keyed_attempts),
+                 keyless = keyless + VALUES(keyless), keyless_rejected = keyless_rejected + VALUES(keyless_rejected)`;
   await tx.execute({
     sql: `INSERT INTO request_count_hours
-            (bucket_start, api_client_id, keyed, keyless, keyless_rejected, last_keyless_at)
-          VALUES ${[...hours.values()].map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}
+            (bucket_start, api_client_id, route, keyed, keyed_attempts, keyless, keyless_rejected, last_keyless_at)
+          VALUES ${[...hours.values()].map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}
           ON DUPLICATE KEY UPDATE ${added},
             last_keyless_at = COALESCE(GREATEST(last_keyless_at, VALUES(last_keyless_at)), last_keyless_at,
                                        VALUES(last_keyless_at))`,
     values: [...hours.values()].flatMap((h) => [
       h.bucketStart,
       h.apiClientId,
+      h.route,
       h.keyed,
+      h.keyedAttempts,
       h.keyless,
       h.keylessRejected,
       h.lastKeylessAt,
     ]),
   });
   await tx.execute({
-    sql: `INSERT INTO request_count_days (day, api_client_id, keyed, keyless, keyless_rejected)
-          VALUES ${[...days.values()].map(() => "(?, ?, ?, ?, ?)").join(", ")}
+    sql: `INSERT INTO request_count_days (day, api_client_id, route, keyed, keyed_attempts, keyless, keyless_rejected)
+          VALUES ${[...days.values()].map(() => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}
           ON DUPLICATE KEY UPDATE ${added}`,
-    values: [...days.values()].flatMap((d) => [d.day, d.apiClientId, d.keyed, d.keyless, d.keylessRejected]),
+    values: [...days.values()].flatMap((d) => [
+      d.day,
+      d.apiClientId,
+      d.route,
+      d.keyed,
+      d.keyedAttempts,
+      d.keyless,
+      d.keylessRejected,
+    ]),
   });
   const lockedKeys = byKey(rows);
   const deleted = await tx.execute({

@@ -42,11 +42,11 @@ export async function modeForKeylessRequest(apiClientId: number): Promise<Idempo
  * write as the claim's INSERT, so that an admitted keyless request costs no more round trips than a keyed one.
  * Refused, its claim is withdrawn and the request counted as refused, in one transaction.
  */
-export function keylessAdmission(apiClientId: number): Admission {
+export function keylessAdmission(apiClientId: number, route: string): Admission {
   return {
     read: keylessModeStatement(apiClientId),
     admits: (rows) => modeOfRows(rows) === "optional",
-    refusalWrites: () => [keylessCountStatement(apiClientId, new Date(), { refused: true })],
+    refusalWrites: () => [keylessCountStatement(apiClientId, route, new Date(), { refused: true })],
   };
 }
 

@@ -1,13 +1,16 @@
 /**
  * What engineers decide the rollout on, from the hourly buckets of
  * src/server/rollout/counters.ts: the keyless share over time (all clients, and
- * per client), each client's traffic in the safe-to-enforce window, whether
- * enforcing is safe and, if not, who blocks it and when it would turn safe, and
- * what a switch would reject now.
+ * per client; all money routes, or one), each client's and each route's
+ * traffic in the safe-to-enforce window, whether enforcing is safe and, if
+ * not, who blocks it and when it would turn safe, and what a switch would
+ * reject now. Keyed traffic is counted as operations (the share's
+ * denominator) and as attempts (a separate figure); keyless as accepted and
+ * refused, apart: a refused request neither blocks nor moves "clean from".
  */
 import { env } from "~/env";
 import { db } from "~/server/db";
-import { toDate } from "~/server/requests/sql";
+import { toDate } from "~/lib/sqlDate";
 import { hourBucket } from "./counters";
 import { getIdempotencyMode } from "./mode";
 
@@ -25,8 +28,13 @@ const n = (v: Num) => Number(v ?? 0);
 
 export type SeriesPoint = {
   bucket: Date;
+  /** Keyed operations. */
   keyed: number;
+  /** Keyed HTTP requests, retries included. */
+  keyedAttempts: number;
+  /** Accepted keyless requests. */
   keyless: number;
+  /** Refused keyless requests (not in the share). */
   rejected: number;
   /** null when there was no traffic at all: not the same as 0 % keyless. */
   keylessShare: number | null;
@@ -42,7 +50,7 @@ function bucketStarts(granularity: Granularity, since: Date, until: Date): Date[
   return starts;
 }
 
-type CountRow = { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num };
+type CountRow = { bucket: Date | string; keyed: Num; keyedAttempts: Num; keyless: Num; rejected: Num };
 
 /**
  * Every count of the hours that match `where` (on api_client_id and
@@ -52,7 +60,8 @@ type CountRow = { bucket: Date | string; keyed: Num; keyless: Num; rejected: Num
  * `where`'s, twice.
  */
 function hourlyCounts(where: string, values: unknown[], alias = "counted") {
-  const columns = "api_client_id, bucket_start, keyed, keyless, keyless_rejected, last_keyless_at";
+  const columns =
+    "api_client_id, route, bucket_start, keyed, keyed_attempts, keyless, keyless_rejected, last_keyless_at";
   return {
     sql: `(SELECT ${columns} FROM request_count_hours WHERE ${where}
            UNION ALL
@@ -63,16 +72,20 @@ function hourlyCounts(where: string, values: unknown[], alias = "counted") {
 
 /**
  * The counts per bucket since `from`, of all clients together (clientIds null)
- * or of each client asked for. Days are read from what the fold has summed per
- * day (request_count_days) plus the shard rows not folded yet: a month of days
- * is one row per client and day instead of a month of hours.
+ * or of each client asked for, of every route or of one. Days are read from
+ * what the fold has summed per day (request_count_days) plus the shard rows
+ * not folded yet: a month of days is one row per client and day instead of a
+ * month of hours.
  */
-function countsSql(granularity: Granularity, clientIds: number[] | null, from: Date) {
-  const clientIn = clientIds ? `api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND ` : "";
-  const clientValues = clientIds ?? [];
+function countsSql(granularity: Granularity, clientIds: number[] | null, from: Date, route: string | null) {
+  const routeIs = route === null ? "" : "route = ? AND ";
+  const clientIn = routeIs + (clientIds ? `api_client_id IN (${clientIds.map(() => "?").join(", ")}) AND ` : "");
+  const clientValues = [...(route === null ? [] : [route]), ...(clientIds ?? [])];
   const client = clientIds ? "api_client_id AS clientId, " : "";
   const groupClient = clientIds ? "clientId, " : "";
-  const sums = "SUM(keyed) AS keyed, SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected";
+  const sums =
+    "SUM(keyed) AS keyed, SUM(keyed_attempts) AS keyedAttempts, SUM(keyless) AS keyless, " +
+    "SUM(keyless_rejected) AS rejected";
   if (granularity === "hour") {
     const counted = hourlyCounts(`${clientIn}bucket_start >= ?`, [...clientValues, from]);
     return {
@@ -83,10 +96,12 @@ function countsSql(granularity: Granularity, clientIds: number[] | null, from: D
   }
   return {
     sql: `SELECT ${client}bucket, ${sums}
-            FROM (SELECT api_client_id, CAST(day AS DATETIME) AS bucket, keyed, keyless, keyless_rejected
+            FROM (SELECT api_client_id, CAST(day AS DATETIME) AS bucket, keyed, keyed_attempts, keyless,
+                         keyless_rejected
                     FROM request_count_days WHERE ${clientIn}day >= ?
                   UNION ALL
-                  SELECT api_client_id, CAST(DATE(bucket_start) AS DATETIME), keyed, keyless, keyless_rejected
+                  SELECT api_client_id, CAST(DATE(bucket_start) AS DATETIME), keyed, keyed_attempts, keyless,
+                         keyless_rejected
                     FROM request_count_buckets WHERE ${clientIn}bucket_start >= ?) counted
            GROUP BY ${groupClient}bucket ORDER BY bucket`,
     values: [...clientValues, from, ...clientValues, from],
@@ -103,6 +118,7 @@ function fill(granularity: Granularity, since: Date, now: Date, rows: CountRow[]
     return {
       bucket,
       keyed,
+      keyedAttempts: n(r?.keyedAttempts ?? 0),
       keyless,
       rejected: n(r?.rejected ?? 0),
       keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
@@ -110,20 +126,64 @@ function fill(granularity: Granularity, since: Date, now: Date, rows: CountRow[]
   });
 }
 
-/** The keyless share over time: all clients together, and one line per client asked for. */
-export async function keylessSeries(granularity: Granularity, clientIds: number[], now = new Date()) {
-  const since = new Date(now.getTime() - SERIES_SPAN[granularity]);
-  const from = granularity === "hour" ? hourBucket(since) : new Date(new Date(since).setUTCHours(0, 0, 0, 0));
-  const allSql = countsSql(granularity, null, from);
-  const clientsSql = countsSql(granularity, clientIds, from);
-  const [all, perClient] = await Promise.all([
+const startOf = (granularity: Granularity, at: Date) =>
+  granularity === "hour" ? hourBucket(at) : new Date(new Date(at).setUTCHours(0, 0, 0, 0));
+
+/** The first hour anything was counted in (null: nothing yet). */
+async function firstCountedHour(): Promise<Date | null> {
+  const [first] = await db.$queryRawUnsafe<{ first: Date | string | null }[]>(
+    `SELECT MIN(m) AS first FROM (SELECT MIN(bucket_start) AS m FROM request_count_hours
+                                  UNION ALL SELECT MIN(bucket_start) FROM request_count_buckets) firsts`,
+  );
+  return first?.first ? toDate(first.first) : null;
+}
+
+/** Switches of the mode (global, or one client's) since `from`, oldest first: the chart marks them. */
+async function modeChangesSince(from: Date) {
+  const rows = await db.auditEvent.findMany({
+    where: { action: { in: ["mode.changed", "client_mode.changed"] }, createdAt: { gte: from } },
+    orderBy: { createdAt: "asc" },
+    take: 50,
+    select: { createdAt: true, action: true, targetId: true, details: true },
+  });
+  return rows.map((r) => {
+    const details = r.details ? (JSON.parse(r.details) as Record<string, unknown>) : {};
+    return {
+      at: r.createdAt,
+      scope: r.action === "mode.changed" ? ("global" as const) : ("client" as const),
+      apiClientId: r.action === "mode.changed" ? null : Number(r.targetId),
+      to: String(details.to ?? ""),
+    };
+  });
+}
+
+/**
+ * The keyless share over time: all clients together, and one line per client asked for; every route, or one.
+ * The range follows the history there is: from the first counted hour when that is later than the span's start,
+ * so that a short history fills the chart instead of sitting at its right edge.
+ */
+export async function keylessSeries(
+  granularity: Granularity,
+  clientIds: number[],
+  now = new Date(),
+  route: string | null = null,
+) {
+  const spanStart = startOf(granularity, new Date(now.getTime() - SERIES_SPAN[granularity]));
+  const first = await firstCountedHour();
+  const from = first && first > spanStart ? startOf(granularity, first) : spanStart;
+  const allSql = countsSql(granularity, null, from, route);
+  const clientsSql = countsSql(granularity, clientIds, from, route);
+  const [all, perClient, modeChanges] = await Promise.all([
     db.$queryRawUnsafe<CountRow[]>(allSql.sql, ...allSql.values),
     clientIds.length
       ? db.$queryRawUnsafe<(CountRow & { clientId: number })[]>(clientsSql.sql, ...clientsSql.values)
       : [],
+    modeChangesSince(from),
   ]);
   return {
     since: from,
+    spanStart,
+    modeChanges,
     all: fill(granularity, from, now, all),
     clients: clientIds.map((id) => ({
       apiClientId: id,
@@ -140,6 +200,7 @@ export async function keylessSeries(granularity: Granularity, clientIds: number[
 type ClientWindowRow = {
   clientId: number;
   keyed: Num;
+  keyedAttempts: Num;
   keyless: Num;
   rejected: Num;
   lastKeylessAt: Date | string | null;
@@ -147,10 +208,11 @@ type ClientWindowRow = {
 };
 
 /**
- * The decision: each client's traffic in the window, who blocks enforcing (an
- * accepted keyless request in the window), whether the evidence is enough, and
- * what a switch would reject (keyless requests accepted since the start of the
- * previous hour).
+ * The decision: each client's and each route's traffic in the window, who
+ * blocks enforcing (a client whose header is not required on its own and that
+ * had a keyless request accepted in the window: one already enforced cannot
+ * send another), whether the evidence is enough, and what a switch would
+ * reject (keyless requests accepted since the start of the previous hour).
  */
 export async function rolloutStatus(now = new Date()) {
   const windowHours = env.SAFE_TO_ENFORCE_HOURS;
@@ -158,20 +220,25 @@ export async function rolloutStatus(now = new Date()) {
   const lastHourFrom = new Date(hourBucket(now).getTime() - HOUR);
   const inWindow = hourlyCounts("bucket_start >= ?", [hourBucket(windowStart)]);
   const inLastHour = hourlyCounts("bucket_start >= ?", [lastHourFrom]);
-  const [mode, windowRows, lastHourRows, clients, [first]] = await Promise.all([
+  const [mode, windowRows, routeRows, lastHourRows, clients, firstCountedAt] = await Promise.all([
     getIdempotencyMode(),
-    // A bucket with accepted keyless requests (more keyless than refused) names its last one; a bucket whose
-    // keyless requests were all refused does not block anything.
+    // last_keyless_at is the last accepted keyless request (a refused one never sets it), so refusing traffic
+    // after enforcing never moves "clean from".
     db.$queryRawUnsafe<ClientWindowRow[]>(
-      `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyless) AS keyless,
-              SUM(keyless_rejected) AS rejected, MAX(last_keyless_at) AS lastKeylessAt,
-              MAX(CASE WHEN keyless > keyless_rejected THEN last_keyless_at END) AS lastAcceptedKeylessAt
+      `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyed_attempts) AS keyedAttempts,
+              SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected, MAX(last_keyless_at) AS lastKeylessAt,
+              MAX(CASE WHEN keyless > 0 THEN last_keyless_at END) AS lastAcceptedKeylessAt
          FROM ${inWindow.sql} GROUP BY api_client_id`,
       ...inWindow.values,
     ),
+    db.$queryRawUnsafe<{ route: string; keyed: Num; keyedAttempts: Num; keyless: Num; rejected: Num }[]>(
+      `SELECT route, SUM(keyed) AS keyed, SUM(keyed_attempts) AS keyedAttempts, SUM(keyless) AS keyless,
+              SUM(keyless_rejected) AS rejected
+         FROM ${inWindow.sql} GROUP BY route ORDER BY route`,
+      ...inWindow.values,
+    ),
     db.$queryRawUnsafe<{ clientId: number; accepted: Num }[]>(
-      `SELECT api_client_id AS clientId, SUM(keyless - keyless_rejected) AS accepted
-         FROM ${inLastHour.sql} GROUP BY api_client_id`,
+      `SELECT api_client_id AS clientId, SUM(keyless) AS accepted FROM ${inLastHour.sql} GROUP BY api_client_id`,
       ...inLastHour.values,
     ),
     db.$queryRawUnsafe<{ id: number; name: string; keyRequiredSince: Date | null; keyPrefix: string | null }[]>(
@@ -180,10 +247,7 @@ export async function rolloutStatus(now = new Date()) {
                 ORDER BY k.revoked_at IS NULL DESC, k.id DESC LIMIT 1) AS keyPrefix
          FROM api_clients c ORDER BY c.name`,
     ),
-    db.$queryRawUnsafe<{ first: Date | string | null }[]>(
-      `SELECT MIN(m) AS first FROM (SELECT MIN(bucket_start) AS m FROM request_count_hours
-                                    UNION ALL SELECT MIN(bucket_start) FROM request_count_buckets) firsts`,
-    ),
+    firstCountedHour(),
   ]);
   const byClient = new Map(windowRows.map((r) => [Number(r.clientId), r]));
   const lastHour = new Map(lastHourRows.map((r) => [Number(r.clientId), n(r.accepted)]));
@@ -194,14 +258,16 @@ export async function rolloutStatus(now = new Date()) {
     const lastAccepted = date(r?.lastAcceptedKeylessAt ?? null);
     const keyed = n(r?.keyed ?? 0);
     const keyless = n(r?.keyless ?? 0);
-    const blocking = lastAccepted !== null && lastAccepted >= windowStart;
+    const enforced = mode === "required" ? ("global" as const) : c.keyRequiredSince ? ("client" as const) : null;
+    const blocking = enforced === null && lastAccepted !== null && lastAccepted >= windowStart;
     return {
       apiClientId: c.id,
       name: c.name,
       keyPreview: c.keyPrefix ? `${c.keyPrefix}…` : "no key",
       keyRequiredSince: c.keyRequiredSince,
-      enforced: mode === "required" ? ("global" as const) : c.keyRequiredSince ? ("client" as const) : null,
+      enforced,
       keyed,
+      keyedAttempts: n(r?.keyedAttempts ?? 0),
       keyless,
       rejected: n(r?.rejected ?? 0),
       keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
@@ -215,11 +281,8 @@ export async function rolloutStatus(now = new Date()) {
   });
 
   const keyedInWindow = perClient.reduce((sum, c) => sum + c.keyed, 0);
-  const firstCountedAt = first?.first ? toDate(first.first) : null;
   const observedHours = firstCountedAt ? (now.getTime() - firstCountedAt.getTime()) / HOUR : 0;
-  const blocking = perClient
-    .filter((c) => c.blocking)
-    .sort((a, b) => b.keyless - b.rejected - (a.keyless - a.rejected));
+  const blocking = perClient.filter((c) => c.blocking).sort((a, b) => b.keyless - a.keyless);
   const evidence = {
     keyedInWindow,
     minKeyed: env.SAFE_TO_ENFORCE_MIN_KEYED,
@@ -244,13 +307,27 @@ export async function rolloutStatus(now = new Date()) {
     blocking: blocking.map((c) => ({
       apiClientId: c.apiClientId,
       name: c.name,
-      keyless: c.keyless - c.rejected,
+      keyless: c.keyless,
       cleanAt: c.cleanAt,
     })),
     evidence,
     safeToEnforce: mode === "optional" && blocking.length === 0 && evidence.enoughKeyed && evidence.enoughHistory,
     safeAt,
     rejectedInWindow: perClient.reduce((sum, c) => sum + c.rejected, 0),
+    keyedAttemptsInWindow: perClient.reduce((sum, c) => sum + c.keyedAttempts, 0),
+    /** The window's traffic per money route (every route counted, whatever its name). */
+    routes: routeRows.map((r) => {
+      const keyed = n(r.keyed);
+      const keyless = n(r.keyless);
+      return {
+        route: r.route,
+        keyed,
+        keyedAttempts: n(r.keyedAttempts),
+        keyless,
+        rejected: n(r.rejected),
+        keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
+      };
+    }),
   };
 }
 

@@ -1,21 +1,25 @@
 /**
  * What a signed-in staff member does to their own account: enrol a TOTP second
- * factor and change their password. Both end the user's other sessions.
+ * factor and change their password. Both ask for the password again (throttled:
+ * passwordCheck.ts) and end the user's other sessions.
  */
 import QRCode from "qrcode";
 import { recordAudit, type AuditContext } from "~/server/audit/audit";
-import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from "~/server/auth/password";
+import { hashPassword, MIN_PASSWORD_LENGTH } from "~/server/auth/password";
+import { confirmPassword } from "~/server/auth/passwordCheck";
 import { endSessionsOf } from "~/server/auth/session";
 import { acceptTotp, newTotpSecret, totpUri } from "~/server/auth/totp";
+import { openTotpSecret, sealTotpSecret } from "~/server/auth/totpSecretBox";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 
-/** Step 1: a new secret, kept as pending until a code from it is confirmed. */
-export async function startTwoFactorEnrolment(userId: number) {
+/** Step 1: the password, then a new secret, kept (sealed) as pending until a code from it is confirmed. */
+export async function startTwoFactorEnrolment(userId: number, password: string, context: AuditContext) {
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: userId } });
   if (user.totpSecret) throw new DomainError("conflict", "Two-factor sign-in is already set up.");
+  await confirmPassword(user, password, "enrol_two_factor", context);
   const secret = newTotpSecret();
-  await db.staffUser.update({ where: { id: userId }, data: { totpPendingSecret: secret } });
+  await db.staffUser.update({ where: { id: userId }, data: { totpPendingSecret: sealTotpSecret(secret, userId) } });
   const uri = totpUri(user.email, secret);
   return { secret, uri, qrSvg: await QRCode.toString(uri, { type: "svg", margin: 1 }) };
 }
@@ -29,7 +33,7 @@ export async function confirmTwoFactorEnrolment(
 ) {
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: userId } });
   if (!user.totpPendingSecret) throw new DomainError("invalid", "Start the set-up first.");
-  const step = await acceptTotp(user.totpPendingSecret, code.trim(), null);
+  const step = await acceptTotp(openTotpSecret(user.totpPendingSecret, userId), code.trim(), null);
   if (step === null)
     throw new DomainError("invalid", "That code is not right; check the time on your device and try again.");
   await db.$transaction(async (tx) => {
@@ -53,8 +57,7 @@ export async function changePassword(
   context: AuditContext,
 ) {
   const user = await db.staffUser.findUniqueOrThrow({ where: { id: userId } });
-  if (!(await verifyPassword(input.current, user.passwordHash)))
-    throw new DomainError("invalid", "The current password is wrong.");
+  await confirmPassword(user, input.current, "change_password", context);
   if (input.next.length < MIN_PASSWORD_LENGTH) {
     throw new DomainError("invalid", `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.`);
   }

@@ -51,7 +51,12 @@ const t = initTRPC.context<Context>().create({
 export const createCallerFactory = t.createCallerFactory;
 export const createTRPCRouter = t.router;
 
-const DOMAIN_CODES = { not_found: "NOT_FOUND", conflict: "CONFLICT", invalid: "BAD_REQUEST" } as const;
+const DOMAIN_CODES = {
+  not_found: "NOT_FOUND",
+  conflict: "CONFLICT",
+  invalid: "BAD_REQUEST",
+  throttled: "TOO_MANY_REQUESTS",
+} as const;
 
 /** Expected refusals keep their message; everything else is masked by the error formatter. */
 const domainErrors = t.middleware(async ({ next }) => {

@@ -4,6 +4,7 @@ import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { env } from "~/env";
 import { currentUser } from "~/server/auth/session";
+import { LastRefreshed } from "../_components/LastRefreshed";
 import { Nav } from "../_components/Nav";
 import { Providers } from "../_components/Providers";
 import { SessionWatch } from "../_components/SessionWatch";
@@ -21,6 +22,10 @@ export default async function DashboardLayout({ children }: { children: ReactNod
   return (
     <Providers nonce={requestHeaders.get("x-nonce")}>
       <SessionWatch />
+      {/* The first thing a keyboard reaches: past the navigation to the page itself. */}
+      <a href="#main" className="skip-link">
+        Skip to content
+      </a>
       <header className="border-b border-slate-200 bg-white">
         <div className="mx-auto flex max-w-7xl flex-wrap items-center justify-between gap-2 px-4 py-2">
           <div className="flex flex-wrap items-center gap-3">
@@ -29,7 +34,8 @@ export default async function DashboardLayout({ children }: { children: ReactNod
             </Link>
             <Nav engineer={engineer} />
           </div>
-          <form action="/api/auth/logout" method="post" className="flex items-center gap-2 text-sm">
+          <form action="/api/auth/logout" method="post" className="flex flex-wrap items-center gap-2 text-sm">
+            <LastRefreshed />
             <span className="muted" data-testid="whoami">
               {user.name} ({user.role})
             </span>
@@ -39,7 +45,7 @@ export default async function DashboardLayout({ children }: { children: ReactNod
           </form>
         </div>
       </header>
-      <main className="mx-auto max-w-7xl space-y-4 px-4 py-5">
+      <main id="main" tabIndex={-1} className="mx-auto max-w-7xl min-w-0 space-y-4 px-4 py-5 focus:outline-none">
         {needsTwoFactor && (
           <p role="status" className="card warn">
             Engineers must sign in with two-factor authentication.{" "}

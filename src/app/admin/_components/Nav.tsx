@@ -11,6 +11,7 @@ const LINKS = [
     match: (p: string) => p.startsWith("/admin/customers") || p.startsWith("/admin/charges"),
   },
   { href: "/admin/duplicates", label: "Duplicates", match: (p: string) => p.startsWith("/admin/duplicates") },
+  { href: "/admin/incident", label: "Incident", match: (p: string) => p.startsWith("/admin/incident") },
   { href: "/admin/reuses", label: "Key reuses", match: (p: string) => p.startsWith("/admin/reuses") },
   { href: "/admin/rollout", label: "Rollout", match: (p: string) => p.startsWith("/admin/rollout") },
   { href: "/admin/ledger", label: "Ledger", match: (p: string) => p.startsWith("/admin/ledger") },

@@ -3,6 +3,7 @@ import { env } from "~/env";
 import { errorResponse } from "~/server/http/apiError";
 import { handleApi } from "~/server/http/handleApi";
 import { metrics } from "~/server/observability/metrics";
+import { ensureKeylessShareGauge } from "~/server/rollout/keylessShareGauge";
 
 export const dynamic = "force-dynamic";
 
@@ -23,6 +24,7 @@ export async function GET(request: Request) {
     if (!env.METRICS_TOKEN) return errorResponse("not_found", { message: "Metrics are off: set METRICS_TOKEN." });
     const given = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
     if (!given || !sameToken(given, env.METRICS_TOKEN)) return errorResponse("unauthorized");
+    ensureKeylessShareGauge();
     const body = await metrics.registry.metrics();
     const headers = { "Content-Type": metrics.registry.contentType, "Cache-Control": "no-store" };
     return new Response(body, { status: 200, headers });

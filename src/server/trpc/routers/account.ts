@@ -11,7 +11,9 @@ export const accountRouter = createTRPCRouter({
     twoFactorRequired: env.STAFF_REQUIRE_2FA && ctx.user.role === "engineer",
   })),
 
-  startTwoFactor: protectedProcedure.mutation(({ ctx }) => startTwoFactorEnrolment(ctx.user.id)),
+  startTwoFactor: protectedProcedure
+    .input(z.object({ password: z.string().max(MAX_PASSWORD_LENGTH) }))
+    .mutation(({ ctx, input }) => startTwoFactorEnrolment(ctx.user.id, input.password, ctx.audit)),
 
   confirmTwoFactor: protectedProcedure
     .input(z.object({ code: z.string().trim().max(16) }))

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { chargeDetail, customerCharges, customerChargesInput, windowMinutes } from "~/server/customers/charges";
 import { duplicatesInput, listPossibleDuplicates } from "~/server/customers/duplicates";
+import { incident, incidentInput } from "~/server/customers/incident";
+import { incidentCsv } from "~/server/customers/incidentReport";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 /** Customers and their charges: "was customer X charged twice?". */
@@ -13,4 +15,10 @@ export const customersRouter = createTRPCRouter({
 
   /** Possible duplicates across all customers, newest first. */
   duplicates: protectedProcedure.input(duplicatesInput).query(({ input }) => listPossibleDuplicates(input)),
+
+  /** The incident view: customers charged twice with evidence in a time range, the gaps, and the same as CSV. */
+  incident: protectedProcedure.input(incidentInput).query(({ input }) => incident(input)),
+  incidentCsv: protectedProcedure
+    .input(incidentInput)
+    .query(async ({ input }) => ({ csv: incidentCsv(await incident(input)) })),
 });

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { TRPCError } from "@trpc/server";
+import { recordIdSchema } from "~/lib/recordId";
+import { MISMATCH_LABELS, resolveMismatch } from "~/server/ledger/mismatches";
 import { createTRPCRouter, engineerProcedure, protectedProcedure } from "~/server/trpc/trpc";
 
 /** The ledger reconciliation's results: its last runs and what it could not prove right. */
@@ -17,10 +18,7 @@ export const ledgerRouter = createTRPCRouter({
     .input(
       z.object({
         includeResolved: z.boolean().default(false),
-        cursor: z
-          .string()
-          .regex(/^\d{1,19}$/)
-          .nullish(),
+        cursor: recordIdSchema.nullish(),
         limit: z.number().int().min(1).max(100).default(25),
       }),
     )
@@ -37,24 +35,16 @@ export const ledgerRouter = createTRPCRouter({
         ...m,
         id: String(m.id),
         requestId: m.requestId === null ? null : String(m.requestId),
+        label: MISMATCH_LABELS[m.kind],
         evidence: JSON.parse(m.evidence) as Record<string, unknown>,
       }));
       return { items, nextCursor: rows.length > input.limit ? items.at(-1)!.id : null };
     }),
 
-  /**
-   * An engineer closes a mismatch the app cannot put right itself (money to
-   * refund at the provider, say), saying what was done. A later run that finds
-   * the same problem opens it again.
-   */
+  /** An engineer closes a mismatch with a note (src/server/ledger/mismatches.ts), audited. */
   resolve: engineerProcedure
-    .input(z.object({ id: z.string().regex(/^\d{1,19}$/), note: z.string().trim().min(3).max(2000) }))
-    .mutation(async ({ ctx, input }) => {
-      const updated = await ctx.db.ledgerMismatch.updateMany({
-        where: { id: BigInt(input.id), resolvedAt: null },
-        data: { resolvedAt: new Date(), resolvedBy: ctx.user.id, resolutionNote: input.note },
-      });
-      if (updated.count === 0) throw new TRPCError({ code: "NOT_FOUND", message: "No open mismatch with this id." });
-      return { resolved: true };
-    }),
+    .input(z.object({ id: recordIdSchema, note: z.string().trim().min(3).max(2000) }))
+    .mutation(({ ctx, input }) =>
+      resolveMismatch(BigInt(input.id), input.note, { staffId: ctx.user.id, audit: ctx.audit }),
+    ),
 });

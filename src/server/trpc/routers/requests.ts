@@ -1,3 +1,4 @@
+import { recordIdSchema } from "~/lib/recordId";
 import { z } from "zod";
 import { env } from "~/env";
 import { PHASE_DISPLAY } from "~/server/idempotency";
@@ -11,6 +12,7 @@ import {
   STATUS_FILTERS,
 } from "~/server/requests/log";
 import { countReuses, listReuseGroups, reuseListInput } from "~/server/requests/reuses";
+import { resolveSearch } from "~/server/requests/resolve";
 import { searchByPrefix } from "~/server/requests/search";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
@@ -18,7 +20,7 @@ import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
  * Ids travel as decimal strings: React Query hashes inputs with JSON.stringify,
  * which cannot take a BigInt.
  */
-const idString = z.string().regex(/^\d{1,19}$/, "must be a record id");
+const idString = recordIdSchema;
 
 /** The request log, a request's page, prefix search and key reuses. Reads only: any signed-in staff. */
 export const requestsRouter = createTRPCRouter({
@@ -41,6 +43,11 @@ export const requestsRouter = createTRPCRouter({
       }),
     )
     .query(({ input }) => searchByPrefix(input.prefix)),
+
+  /** What a whole id names exactly (a charge, a key, a customer): the pages to open. */
+  resolve: protectedProcedure
+    .input(z.object({ q: z.string().trim().min(1).max(64) }))
+    .query(({ input }) => resolveSearch(input.q)),
 
   byId: protectedProcedure.input(z.object({ id: idString })).query(({ input }) => requestDetail(BigInt(input.id))),
 

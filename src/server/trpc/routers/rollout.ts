@@ -15,15 +15,17 @@ export const rolloutRouter = createTRPCRouter({
   /** The decision: mode, per-client traffic in the window, who blocks enforcing, what a switch would reject. */
   status: protectedProcedure.query(() => rolloutStatus()),
 
-  /** The keyless share over time, for all clients and, each on its own line, the clients asked for. */
+  /** The keyless share over time, for all clients and, each on its own line, the clients asked for; a route or all. */
   series: protectedProcedure
     .input(
       z.object({
         granularity: z.enum(["hour", "day"]).default("hour"),
         clientIds: z.array(z.number().int().positive()).max(MAX_CHART_CLIENTS).default([]),
+        /** A money route as the records name it ("POST /api/refunds"); none: every route. */
+        route: z.string().min(1).max(64).nullish(),
       }),
     )
-    .query(({ input }) => keylessSeries(input.granularity, input.clientIds)),
+    .query(({ input }) => keylessSeries(input.granularity, input.clientIds, new Date(), input.route ?? null)),
 
   /** Switches of the global mode and of single clients, newest first, paged. */
   modeChanges: protectedProcedure

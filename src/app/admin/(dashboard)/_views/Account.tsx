@@ -2,6 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
+import { userMessage } from "../../_components/errorMessage";
 import { useTRPC } from "~/trpc/react";
 
 function TwoFactor() {
@@ -30,9 +31,21 @@ function TwoFactor() {
       <h2>Two-factor sign-in</h2>
       {me.data.twoFactorRequired && <p className="warn">Required for engineers on this installation.</p>}
       {!start.data ? (
-        <button type="button" className="btn" onClick={() => start.mutate()} disabled={start.isPending}>
-          Set up two-factor sign-in
-        </button>
+        <form
+          className="grid max-w-sm gap-3"
+          onSubmit={(e: FormEvent<HTMLFormElement>) => {
+            e.preventDefault();
+            start.mutate({ password: String(new FormData(e.currentTarget).get("password")) });
+          }}
+        >
+          <label className="field">
+            Your password
+            <input className="input" name="password" type="password" autoComplete="current-password" required />
+          </label>
+          <button type="submit" className="btn" disabled={start.isPending}>
+            Set up two-factor sign-in
+          </button>
+        </form>
       ) : (
         <form
           onSubmit={(e: FormEvent) => {
@@ -70,7 +83,7 @@ function TwoFactor() {
       )}
       {(start.error ?? confirm.error) && (
         <p role="alert" className="bad">
-          {(start.error ?? confirm.error)!.message}
+          {userMessage(start.error ?? confirm.error)}
         </p>
       )}
     </section>
@@ -111,7 +124,7 @@ function ChangePassword() {
         )}
         {change.error && (
           <p role="alert" className="bad">
-            {change.error.message}
+            {userMessage(change.error)}
           </p>
         )}
       </form>

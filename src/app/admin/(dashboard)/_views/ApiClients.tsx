@@ -4,7 +4,9 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
 import { absolute } from "../../_components/format";
+import { userMessage } from "../../_components/errorMessage";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
+import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 
 const GRACE_OPTIONS = [
   { hours: 0, label: "none (old keys stop at once)" },
@@ -13,12 +15,68 @@ const GRACE_OPTIONS = [
   { hours: 24 * 7, label: "7 days" },
 ];
 
+const graceLabel = (hours: number) => GRACE_OPTIONS.find((o) => o.hours === hours)?.label ?? `${hours} hours`;
+
+const graceEnd = (hours: number) => absolute(new Date(Date.now() + hours * 3_600_000));
+
+type Secret = { label: string; value: string; note?: string };
+
+/**
+ * Rotation only through a dialog that states its effect and the grace period chosen in it: when the current keys
+ * stop working. The new key is then shown once, with its grace period and a copy button.
+ */
+function RotateKey({
+  client,
+  pending,
+  error,
+  onRotate,
+}: {
+  client: { id: number; name: string; keys: { state: string }[] };
+  pending: boolean;
+  error: string | null;
+  onRotate: (graceHours: number) => Promise<unknown>;
+}) {
+  const [grace, setGrace] = useState(24);
+  const live = client.keys.filter((k) => k.state === "active" || k.state === "grace").length;
+  return (
+    <ConfirmDialog
+      trigger={
+        <button type="button" className="btn">
+          Rotate key of {client.name}
+        </button>
+      }
+      title={`Rotate the API key of ${client.name}?`}
+      confirmLabel="Rotate the key"
+      askReason={false}
+      pending={pending}
+      error={error}
+      onConfirm={() => onRotate(grace)}
+    >
+      <p>
+        A new key is issued and shown once. {client.name}&apos;s {live} working key{live === 1 ? "" : "s"}{" "}
+        {grace === 0
+          ? "stop working at once: requests still sending them get 401."
+          : `keep working for ${graceLabel(grace)} (until about ${graceEnd(grace)}), then stop.`}
+      </p>
+      <label className="field">
+        Grace period when rotating
+        <select className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
+          {GRACE_OPTIONS.map((o) => (
+            <option key={o.hours} value={o.hours}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+      </label>
+    </ConfirmDialog>
+  );
+}
+
 export function ApiClients() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const clients = useQuery(trpc.apiClients.list.queryOptions());
-  const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
-  const [grace, setGrace] = useState(24);
+  const [secret, setSecret] = useState<Secret | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.apiClients.list.queryKey() });
   const create = useMutation(trpc.apiClients.create.mutationOptions({ onSuccess: refresh }));
   const issue = useMutation(trpc.apiClients.issueKey.mutationOptions({ onSuccess: refresh }));
@@ -42,10 +100,14 @@ export function ApiClients() {
       <h1 className="mb-2">API clients</h1>
       {error && (
         <p role="alert" className="bad">
-          {error.message}
+          {userMessage(error)}
         </p>
       )}
-      {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
+      {secret && (
+        <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)}>
+          {secret.note && <p className="m-0 text-sm">{secret.note}</p>}
+        </OneTimeSecret>
+      )}
 
       <section className="card space-y-3">
         <h2>New API client</h2>
@@ -64,16 +126,6 @@ export function ApiClients() {
 
       <section className="card space-y-3">
         <h2>Clients</h2>
-        <label className="field">
-          Grace period when rotating{" "}
-          <select className="input" value={grace} onChange={(e) => setGrace(Number(e.target.value))}>
-            {GRACE_OPTIONS.map((o) => (
-              <option key={o.hours} value={o.hours}>
-                {o.label}
-              </option>
-            ))}
-          </select>
-        </label>
         {clients.data?.map((client) => (
           <section
             key={client.id}
@@ -114,16 +166,21 @@ export function ApiClients() {
                       </td>
                       <td>
                         {(key.state === "active" || key.state === "grace") && (
-                          <button
-                            type="button"
-                            className="btn"
-                            aria-label={`Revoke key ${key.keyPrefix}`}
-                            onClick={() =>
-                              window.confirm(`Revoke ${key.keyPrefix}… now?`) && revoke.mutate({ keyId: key.id })
+                          <ConfirmDialog
+                            trigger={
+                              <button type="button" className="btn" aria-label={`Revoke key ${key.keyPrefix}`}>
+                                Revoke
+                              </button>
                             }
+                            title={`Revoke ${key.keyPrefix}… now?`}
+                            confirmLabel="Revoke"
+                            askReason={false}
+                            pending={revoke.isPending}
+                            error={revoke.error ? userMessage(revoke.error) : null}
+                            onConfirm={() => revoke.mutateAsync({ keyId: key.id })}
                           >
-                            Revoke
-                          </button>
+                            <p>Requests with this key get 401 at once here, and within 30 s on every instance.</p>
+                          </ConfirmDialog>
                         )}
                       </td>
                     </tr>
@@ -131,16 +188,22 @@ export function ApiClients() {
                 </tbody>
               </table>
             </div>
-            <button
-              type="button"
-              className="btn"
-              onClick={async () => {
-                const r = await rotate.mutateAsync({ clientId: client.id, graceHours: grace });
-                setSecret({ label: `New API key of ${client.name}`, value: r.apiKey });
+            <RotateKey
+              client={client}
+              pending={rotate.isPending}
+              error={rotate.error ? userMessage(rotate.error) : null}
+              onRotate={async (graceHours) => {
+                const r = await rotate.mutateAsync({ clientId: client.id, graceHours });
+                setSecret({
+                  label: `New API key of ${client.name}`,
+                  value: r.apiKey,
+                  note:
+                    graceHours === 0
+                      ? "The previous keys stopped working at once."
+                      : `The previous keys keep working for ${graceLabel(graceHours)} (grace period), then stop.`,
+                });
               }}
-            >
-              Rotate key of {client.name}
-            </button>{" "}
+            />{" "}
             <button
               type="button"
               className="btn"

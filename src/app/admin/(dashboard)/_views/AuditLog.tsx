@@ -2,8 +2,9 @@
 
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
+import { userMessage } from "../../_components/errorMessage";
 import { useTRPC } from "~/trpc/react";
-import { absolute } from "../../_components/format";
+import { Time } from "../../_components/ui/Time";
 
 type Filters = { action?: string; actor?: string; since?: Date };
 
@@ -73,7 +74,7 @@ export function AuditLog() {
       </form>
       {log.error && (
         <p role="alert" className="bad">
-          {log.error.message}
+          {userMessage(log.error)}
         </p>
       )}
       <div className="table-box" tabIndex={0}>
@@ -92,7 +93,9 @@ export function AuditLog() {
           <tbody>
             {entries.map((e) => (
               <tr key={e.id}>
-                <td>{absolute(e.createdAt)}</td>
+                <td>
+                  <Time date={e.createdAt} />
+                </td>
                 <td>{e.action}</td>
                 <td>{e.actorLabel ?? e.actorType}</td>
                 <td>{e.targetType ? `${e.targetType} ${e.targetId}` : "—"}</td>

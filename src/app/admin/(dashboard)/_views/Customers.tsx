@@ -1,26 +1,31 @@
 "use client";
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ColumnDef } from "@tanstack/react-table";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { parseAsInteger, useQueryState } from "nuqs";
+import { parseAsInteger, parseAsIsoDateTime, useQueryStates } from "nuqs";
 import { useState } from "react";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { ChargeRefunds } from "./Refunds";
-import { formatCount, formatMoney } from "../../_components/format";
+import { formatCount, formatGap, formatMoney } from "../../_components/format";
 import { Badge, PhaseBadge } from "../../_components/ui/Badge";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { MismatchWarning } from "../../_components/MismatchWarning";
+import { DateRange } from "../../_components/ui/DateRange";
 import { Time } from "../../_components/ui/Time";
+import { EvidenceBadge } from "./PairEvidence";
 
 /** Finding a customer: by id or its start. */
 export function CustomerSearch() {
   const router = useRouter();
   const trpc = useTRPC();
+  const queryClient = useQueryClient();
   const [input, setInput] = useState("");
   const [prefix, setPrefix] = useState("");
   const matches = useQuery({
@@ -37,10 +42,14 @@ export function CustomerSearch() {
         role="search"
         aria-label="Find a customer"
         className="card flex flex-wrap items-end gap-2"
-        onSubmit={(e) => {
+        onSubmit={async (e) => {
           e.preventDefault();
           const id = input.trim();
-          if (id) router.push(`/admin/customers/${encodeURIComponent(id)}`);
+          if (!id) return;
+          // A pasted charge id or key opens its record; anything else is taken as a customer id.
+          const matches = await queryClient.fetchQuery(trpc.requests.resolve.queryOptions({ q: id.slice(0, 64) }));
+          const target = matches.find((m) => m.kind === "customer") ?? (matches.length === 1 ? matches[0] : null);
+          router.push(target?.path ?? `/admin/customers/${encodeURIComponent(id)}`);
         }}
       >
         <label className="field min-w-0 flex-1">
@@ -116,17 +125,20 @@ const chargeColumns: ColumnDef<Charge>[] = [
   },
   { header: "Client", cell: ({ row }) => row.original.apiClient.name },
   {
-    header: "Possible duplicate",
-    cell: ({ row: { original: c } }) =>
-      c.possibleDuplicateOf ? (
-        <span className="warn font-medium" data-testid="duplicate-flag">
-          same amount{" "}
-          <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id.slice(0, 10)}…</Link>{" "}
-          <Time date={c.possibleDuplicateOf.createdAt} />
+    header: "Same amount within the window",
+    cell: ({ row: { original: c } }) => {
+      const twin = c.possibleDuplicateOf;
+      if (!twin) return <span className="muted">—</span>;
+      return (
+        <span
+          className={twin.evidence.likely ? "warn font-medium" : undefined}
+          data-testid={twin.evidence.likely ? "duplicate-flag" : "same-amount"}
+        >
+          <EvidenceBadge evidence={twin.evidence} /> {formatGap(Math.abs(twin.gapMs))}{" "}
+          {twin.gapMs > 0 ? "after" : "before"} <Link href={`/admin/charges/${twin.id}`}>{twin.id.slice(0, 10)}…</Link>
         </span>
-      ) : (
-        <span className="muted">—</span>
-      ),
+      );
+    },
   },
 ];
 
@@ -134,15 +146,26 @@ export const WINDOWS = [1, 5, 10, 30, 60];
 
 export function CustomerView({ customerId }: { customerId: string }) {
   const trpc = useTRPC();
-  const [windowMinutes, setWindow] = useQueryState("window", parseAsInteger.withDefault(10));
+  const [params, setParams] = useQueryStates({
+    window: parseAsInteger.withDefault(10),
+    since: parseAsIsoDateTime,
+    until: parseAsIsoDateTime,
+  });
+  const windowMinutes = params.window;
   const list = useInfiniteQuery(
     trpc.customers.charges.infiniteQueryOptions(
-      { customerId, windowMinutes, limit: 50 },
+      {
+        customerId,
+        windowMinutes,
+        since: params.since ?? undefined,
+        until: params.until ?? undefined,
+        limit: 50,
+      },
       { getNextPageParam: (p) => p.nextCursor, refetchInterval: 10_000 },
     ),
   );
   const charges = list.data?.pages.flatMap((p) => p.charges) ?? [];
-  const duplicates = charges.filter((c) => c.possibleDuplicateOf).length;
+  const duplicates = charges.filter((c) => c.possibleDuplicateOf?.evidence.likely).length;
   const total = list.data?.pages[0]?.total;
   return (
     <>
@@ -154,12 +177,19 @@ export function CustomerView({ customerId }: { customerId: string }) {
         }
       >
         Every charge of this customer, newest first. A charge is highlighted when another succeeded charge of the same
-        client, amount and currency came within the window: the signature of a double charge.
+        client, amount and currency came within the window and the two requests show a retry: identical without a key,
+        or identical under a new key moments later. Different requests are two purchases, not highlighted.
       </PageHeader>
+      <UrlCheck parsers={{ window: parseAsInteger }} />
       <div className="flex flex-wrap items-end justify-between gap-3">
+        <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} what="Charged" />
         <label className="field">
           Duplicate window
-          <select className="input" value={windowMinutes} onChange={(e) => void setWindow(Number(e.target.value))}>
+          <select
+            className="input"
+            value={windowMinutes}
+            onChange={(e) => void setParams({ window: Number(e.target.value) })}
+          >
             {WINDOWS.map((m) => (
               <option key={m} value={m}>
                 {m} minutes
@@ -169,7 +199,7 @@ export function CustomerView({ customerId }: { customerId: string }) {
         </label>
         <p className="m-0" data-testid="customer-summary">
           {total ? `${formatCount(total)} charges` : ""}
-          {duplicates > 0 && <strong className="warn"> · {duplicates} possible duplicates shown</strong>}
+          {duplicates > 0 && <strong className="warn"> · {duplicates} likely double charges shown</strong>}
         </p>
       </div>
       <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${charges.length} charges shown.`} />
@@ -186,7 +216,7 @@ export function CustomerView({ customerId }: { customerId: string }) {
               columns={chargeColumns}
               data={charges}
               rowId={(c) => c.id}
-              highlight={(c) => c.possibleDuplicateOf !== null}
+              highlight={(c) => c.possibleDuplicateOf?.evidence.likely === true}
               testId="customer-charges"
             />
             <LoadMore query={list} />
@@ -215,11 +245,14 @@ export function ChargeDetail({ id }: { id: string }) {
               ? "Its request record is linked below."
               : "Its request record has expired and was pruned; the charge stays."}
           </PageHeader>
-          {c.possibleDuplicateOf && (
+          <MismatchWarning mismatches={c.openMismatches} />
+          {c.possibleDuplicateOf?.evidence.likely && (
             <p role="status" className="card warn" data-testid="duplicate-warning">
-              Possible duplicate:{" "}
+              {c.possibleDuplicateOf.evidence.label}:{" "}
               <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id}</Link> charged the
-              same customer the same amount <Time date={c.possibleDuplicateOf.createdAt} />.
+              same customer the same amount {formatGap(Math.abs(c.possibleDuplicateOf.gapMs))} apart (
+              <Time date={c.possibleDuplicateOf.createdAt} />
+              ). {c.possibleDuplicateOf.evidence.description}
             </p>
           )}
           <dl className="card facts" data-testid="charge-detail">

@@ -3,21 +3,29 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import type { ColumnDef } from "@tanstack/react-table";
 import Link from "next/link";
-import { parseAsInteger, useQueryState } from "nuqs";
+import { parseAsInteger, parseAsIsoDateTime, parseAsStringLiteral, useQueryStates } from "nuqs";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
-import { formatAge, formatMoney } from "../../_components/format";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
+import { formatGap, formatMoney } from "../../_components/format";
+import { RefundSlot } from "../../_components/RefundSlot";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
+import { DateRange } from "../../_components/ui/DateRange";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
 import { WINDOWS } from "./Customers";
+import { EvidenceBadge, PairRequests } from "./PairEvidence";
 
 type Item = RouterOutputs["customers"]["duplicates"]["items"][number];
 
+const EVIDENCE_FILTERS = ["all", "likely", "two_purchases"] as const;
+const EVIDENCE_LABELS = { all: "any", likely: "likely double charges", two_purchases: "two purchases" };
+
 const columns: ColumnDef<Item>[] = [
   { header: "When", cell: ({ row }) => <Time date={row.original.createdAt} /> },
+  { header: "Evidence", cell: ({ row }) => <EvidenceBadge evidence={row.original.evidence} /> },
   {
     header: "Customer",
     cell: ({ row }) => (
@@ -25,32 +33,33 @@ const columns: ColumnDef<Item>[] = [
     ),
   },
   { header: "Amount", cell: ({ row }) => formatMoney(row.original.amountCents, row.original.currency) },
-  { header: "Client", cell: ({ row }) => row.original.apiClient?.name ?? `client ${row.original.apiClientId}` },
+  { header: "Gap", cell: ({ row }) => <span data-testid="gap">{formatGap(row.original.gapMs)}</span> },
+  { header: "Client", cell: ({ row }) => row.original.apiClient.name },
+  { header: "Requests", cell: ({ row }) => <PairRequests pair={row.original} /> },
   {
-    header: "Charge",
-    cell: ({ row }) => (
-      <Link href={`/admin/charges/${row.original.id}`} className="font-mono text-[13px]">
-        {row.original.id}
-      </Link>
-    ),
+    header: "Action",
+    cell: ({ row: { original: p } }) =>
+      p.evidence.likely ? <RefundSlot chargeId={p.id} evidence={p.evidence.key} /> : null,
   },
-  {
-    header: "Same as",
-    cell: ({ row }) => (
-      <Link href={`/admin/charges/${row.original.earlierId}`} className="font-mono text-[13px]">
-        {row.original.earlierId}
-      </Link>
-    ),
-  },
-  { header: "Apart", cell: ({ row }) => formatAge(row.original.gapMs) },
 ];
 
 export function Duplicates() {
   const trpc = useTRPC();
-  const [windowMinutes, setWindow] = useQueryState("window", parseAsInteger.withDefault(10));
+  const [params, setParams] = useQueryStates({
+    window: parseAsInteger.withDefault(10),
+    evidence: parseAsStringLiteral(EVIDENCE_FILTERS).withDefault("all"),
+    since: parseAsIsoDateTime,
+    until: parseAsIsoDateTime,
+  });
   const list = useInfiniteQuery(
     trpc.customers.duplicates.infiniteQueryOptions(
-      { windowMinutes, limit: 25 },
+      {
+        windowMinutes: params.window,
+        evidence: params.evidence,
+        since: params.since ?? undefined,
+        until: params.until ?? undefined,
+        limit: 25,
+      },
       { getNextPageParam: (p) => p.nextCursor, refetchInterval: 10_000 },
     ),
   );
@@ -59,13 +68,20 @@ export function Duplicates() {
   return (
     <>
       <PageHeader title="Possible duplicate charges">
-        Succeeded charges of the same client, customer, amount and currency closer together than the window, across all
-        customers, newest first: the signature of a retry that charged twice. Found by the sweeper after each sweep.
+        Succeeded charges of the same client, customer, amount and currency closer together than the window, newest
+        first, each with what its two requests show: identical requests without a key, or under a new key moments later,
+        are likely double charges (highlighted); different requests are two purchases. Found by the sweeper.{" "}
+        <Link href="/admin/incident">Incident view</Link>
       </PageHeader>
-      <div className="flex flex-wrap items-end justify-between gap-3">
+      <UrlCheck parsers={{ window: parseAsInteger }} />
+      <section aria-label="Filters" className="card flex flex-wrap items-end gap-3">
         <label className="field">
           Window
-          <select className="input" value={windowMinutes} onChange={(e) => void setWindow(Number(e.target.value))}>
+          <select
+            className="input"
+            value={params.window}
+            onChange={(e) => void setParams({ window: Number(e.target.value) })}
+          >
             {WINDOWS.map((m) => (
               <option key={m} value={m}>
                 {m} minutes
@@ -73,24 +89,50 @@ export function Duplicates() {
             ))}
           </select>
         </label>
-        <p className="muted m-0 text-sm">
-          Charges checked up to: {scannedUntil ? <Time date={scannedUntil} /> : "not yet (the sweeper has not run)"}
-        </p>
-      </div>
+        <label className="field">
+          Evidence
+          <select
+            className="input"
+            value={params.evidence}
+            onChange={(e) => void setParams({ evidence: e.target.value as (typeof EVIDENCE_FILTERS)[number] })}
+          >
+            {EVIDENCE_FILTERS.map((f) => (
+              <option key={f} value={f}>
+                {EVIDENCE_LABELS[f]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} what="Charged" />
+      </section>
+      <p className="muted m-0 text-sm">
+        Charges checked up to:{" "}
+        {/* Only an answer can say the sweeper has not run: loading or failing says nothing about it. */}
+        {scannedUntil ? (
+          <Time date={scannedUntil} />
+        ) : list.isPending ? (
+          "loading…"
+        ) : list.data ? (
+          "not yet (the sweeper has not run)"
+        ) : (
+          "unknown (the list could not be loaded)"
+        )}
+      </p>
       <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} possible duplicates shown.`} />
       <QueryState
         query={list}
         what="possible duplicates"
         isEmpty={() => items.length === 0}
-        empty="No possible duplicate charges within this window."
+        empty="No possible duplicate charges within this window and range."
       >
         {() => (
           <>
             <DataTable
-              caption={`Possible duplicates within ${windowMinutes} minutes, newest first`}
+              caption={`Possible duplicates within ${params.window} minutes, newest first`}
               columns={columns}
               data={items}
               rowId={(i) => i.id}
+              highlight={(i) => i.evidence.likely}
               testId="duplicates"
             />
             <LoadMore query={list} />

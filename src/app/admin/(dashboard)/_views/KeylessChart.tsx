@@ -1,6 +1,7 @@
 "use client";
 
 import {
+  Brush,
   CartesianGrid,
   Legend,
   Line,
@@ -22,23 +23,34 @@ const COLOURS = ["#1e293b", "#b45309", "#4f46e5", "#047857", "#be123c", "#0369a1
 const tick = (granularity: "hour" | "day") => (t: number) =>
   granularity === "hour" ? new Date(t).toISOString().slice(11, 16) : new Date(t).toISOString().slice(5, 10);
 
+/** Up to 100 %, in steps a reader can add up: the top tick is always drawn (and labelled, never clipped). */
+function axisTicks(max: number): number[] {
+  const top = Math.min(100, Math.max(4, Math.ceil((max * 1.15) / 4) * 4));
+  return [0, top / 4, top / 2, (top * 3) / 4, top];
+}
+
 /**
  * The keyless share over time (Recharts): one line for all clients and one per
- * chosen client, the 0 % enforcement threshold and the safe-to-enforce window
- * drawn, buckets without any traffic left as gaps (not 0 %; each bucket with
- * traffic has a dot, so one between two gaps still shows), keyboard access
- * (arrow keys move the tooltip), and the same numbers as a table below.
+ * chosen client, the 0 % enforcement threshold, the safe-to-enforce window and
+ * the mode's switches drawn, buckets without any traffic left as gaps (not 0 %;
+ * each bucket with traffic has a dot, so one between two gaps still shows), a
+ * brush to zoom into part of the range (which starts where the counts do, not
+ * a fixed span earlier), keyboard access (arrow keys move the tooltip), and the
+ * same numbers as a table below.
  */
 export function KeylessChart({
   series,
   granularity,
   names,
   windowStart,
+  route,
 }: {
   series: Series;
   granularity: "hour" | "day";
   names: Map<number, string>;
   windowStart: Date;
+  /** The money route shown, or null for all of them. */
+  route: string | null;
 }) {
   const rows = series.all.map((p, i) => {
     const row: Record<string, number | null> = {
@@ -59,20 +71,28 @@ export function KeylessChart({
         .map(([, v]) => v ?? 0),
     ),
   );
-  const top = Math.min(100, Math.ceil((max * 1.15) / 5) * 5);
+  const ticks = axisTicks(max);
+  const top = ticks.at(-1)!;
   const first = rows[0]?.t ?? 0;
   const last = rows.at(-1)?.t ?? 0;
   const noTraffic = series.all.filter((p) => p.keylessShare === null).length;
+  const switches = series.modeChanges.filter((m) => m.at.getTime() >= first);
+  const unit = granularity === "hour" ? "hours" : "days";
+  const shortHistory = series.since.getTime() > series.spanStart.getTime();
   return (
-    <figure className="m-0">
-      <figcaption className="mb-2 text-sm muted">
-        Share of POST /api/charges sent without an Idempotency-Key, per {granularity}, in % (axis up to {top} %). Gaps
-        are {granularity === "hour" ? "hours" : "days"} without any traffic ({noTraffic} of {rows.length}); the shaded
-        band is the safe-to-enforce window; the header can be required once the share stays at 0 %.
+    <figure className="m-0 min-w-0">
+      <figcaption className="mb-2 text-sm muted break-words">
+        Share of {route ?? "money requests (every route)"} accepted without an Idempotency-Key (keyless accepted against
+        keyed operations; refused requests are not in it), per {granularity.replace("hour", "hour (UTC)")}, in % (axis
+        up to {top} %), from {absolute(series.since)}
+        {shortHistory ? ", when the counts begin" : ""}. Gaps are {unit} without any traffic ({noTraffic} of{" "}
+        {rows.length}); the shaded band is the safe-to-enforce window; dashed vertical lines are switches of the mode (
+        {switches.length}){rows.length > 2 ? "; drag the brush below the chart to zoom" : ""}. The header can be
+        required once the share stays at 0 %.
       </figcaption>
-      <div className="h-72 w-full" data-testid="keyless-chart">
+      <div className="h-80 w-full min-w-0" data-testid="keyless-chart">
         <ResponsiveContainer width="100%" height="100%">
-          <LineChart data={rows} margin={{ top: 8, right: 16, bottom: 8, left: 0 }} accessibilityLayer>
+          <LineChart data={rows} margin={{ top: 16, right: 12, bottom: 4, left: 4 }} accessibilityLayer>
             <CartesianGrid stroke="#e2e8f0" />
             <XAxis
               dataKey="t"
@@ -83,7 +103,14 @@ export function KeylessChart({
               stroke="#475569"
               minTickGap={24}
             />
-            <YAxis domain={[0, top]} tickFormatter={(v: number) => `${v} %`} stroke="#475569" width={52} />
+            <YAxis
+              domain={[0, top]}
+              ticks={ticks}
+              interval={0}
+              tickFormatter={(v: number) => `${Number(v.toFixed(1))} %`}
+              stroke="#475569"
+              width={60}
+            />
             <ReferenceArea
               x1={Math.max(first, windowStart.getTime())}
               x2={last}
@@ -97,6 +124,26 @@ export function KeylessChart({
               strokeDasharray="4 4"
               label={{ value: "enforce at 0 %", position: "insideBottomLeft", fill: "#065f46" }}
             />
+            {switches.map((m) => (
+              <ReferenceLine
+                key={`${m.at.getTime()}-${m.scope}-${m.apiClientId ?? ""}`}
+                x={Math.min(last, Math.max(first, m.at.getTime()))}
+                stroke={m.to === "required" ? "#047857" : "#b45309"}
+                strokeDasharray="3 3"
+                ifOverflow="extendDomain"
+                label={{
+                  value:
+                    m.scope === "global"
+                      ? `all ${m.to}`
+                      : `${names.get(m.apiClientId ?? 0) ?? `client ${m.apiClientId}`} ${
+                          m.to === "global" ? "follows global" : m.to
+                        }`,
+                  position: "insideTopLeft",
+                  fill: "#334155",
+                  fontSize: 11,
+                }}
+              />
+            ))}
             <Tooltip
               labelFormatter={(t) => absolute(new Date(Number(t)))}
               formatter={(value, name) => [
@@ -125,6 +172,9 @@ export function KeylessChart({
                 isAnimationActive={false}
               />
             ))}
+            {rows.length > 2 && (
+              <Brush dataKey="t" height={24} stroke="#4f46e5" tickFormatter={tick(granularity)} travellerWidth={10} />
+            )}
           </LineChart>
         </ResponsiveContainer>
       </div>
@@ -132,13 +182,16 @@ export function KeylessChart({
         <summary className="cursor-pointer text-sm">The chart&apos;s numbers as a table</summary>
         <div className="table-box mt-2 max-h-80 overflow-y-auto" tabIndex={0}>
           <table className="data-table" data-testid="keyless-table">
-            <caption>Keyless share per {granularity}, all clients</caption>
+            <caption>
+              Keyless share per {granularity}, all clients, {route ?? "every route"}
+            </caption>
             <thead>
               <tr>
                 <th scope="col">{granularity === "hour" ? "Hour (UTC)" : "Day (UTC)"}</th>
-                <th scope="col">Keyed</th>
-                <th scope="col">Keyless</th>
-                <th scope="col">Refused</th>
+                <th scope="col">Keyed operations</th>
+                <th scope="col">Keyed attempts</th>
+                <th scope="col">Keyless accepted</th>
+                <th scope="col">Keyless refused</th>
                 <th scope="col">Keyless share</th>
               </tr>
             </thead>
@@ -147,6 +200,7 @@ export function KeylessChart({
                 <tr key={p.bucket.getTime()}>
                   <td>{absolute(p.bucket)}</td>
                   <td>{p.keyed}</td>
+                  <td>{p.keyedAttempts}</td>
                   <td>{p.keyless}</td>
                   <td>{p.rejected}</td>
                   <td>{percent(p.keylessShare)}</td>

@@ -1,27 +1,56 @@
 "use client";
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { parseAsBoolean, useQueryState } from "nuqs";
+import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { absolute } from "../../_components/format";
 import { Badge } from "../../_components/ui/Badge";
+import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 import { LoadMore } from "../../_components/ui/DataTable";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
 
-const KIND_LABELS: Record<string, string> = {
-  gateway_charge_without_app_charge: "Gateway charge the app does not know",
-  app_charge_without_gateway_charge: "App charge the gateway does not have",
-  amount_or_currency_mismatch: "Amount or currency differs",
-  several_gateway_charges_for_one_operation: "Several gateway charges for one operation",
-  gateway_refund_without_app_refund: "Gateway refund the app does not know",
-  app_refund_without_gateway_refund: "App refund the gateway does not have",
-  refund_amount_mismatch: "Refund amount differs",
-  several_gateway_refunds_for_one_operation: "Several gateway refunds for one operation",
-  refunds_exceed_charge: "Refunds exceed the charge, or do not add up",
-};
+type Mismatch = RouterOutputs["ledger"]["mismatches"]["items"][number];
+
+/** An engineer closes a mismatch with a note saying what was done; the note and who closed it go to the audit log. */
+function CloseMismatch({ m }: { m: Mismatch }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const resolve = useMutation(
+    trpc.ledger.resolve.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.ledger.pathKey() }),
+    }),
+  );
+  return (
+    <ConfirmDialog
+      trigger={
+        <button type="button" className="btn-secondary">
+          Close with a note…
+        </button>
+      }
+      title={`Close mismatch #${m.id}`}
+      confirmLabel="Close the mismatch"
+      pending={resolve.isPending}
+      error={resolve.error?.message ?? null}
+      onConfirm={(note) => resolve.mutateAsync({ id: m.id, note })}
+      reasonLabel="Note: what was done (kept with the mismatch and in the audit log)"
+    >
+      <p className="m-0">
+        {m.label}
+        {m.chargeId ? `, charge ${m.chargeId}` : ""}
+        {m.gatewayChargeId ? `, gateway charge ${m.gatewayChargeId}` : ""}.
+      </p>
+      <p className="m-0">
+        Close it only once it is put right outside the app (a refund at the provider, say). A later reconciliation that
+        finds the same problem opens it again.
+      </p>
+    </ConfirmDialog>
+  );
+}
 
 export function Ledger() {
   const trpc = useTRPC();
@@ -34,12 +63,15 @@ export function Ledger() {
     ),
   );
   const items = mismatches.data?.pages.flatMap((p) => p.items) ?? [];
+  const me = useQuery(trpc.account.me.queryOptions());
+  const engineer = me.data?.role === "engineer";
   return (
     <>
       <PageHeader title="Ledger">
         The reconciliation compares the gateway&apos;s charge list with the app&apos;s charges, repairs what it can
         prove and keeps the rest here with its evidence.
       </PageHeader>
+      <UrlCheck parsers={{ resolved: parseAsBoolean }} />
       <QueryState query={status} what="the reconciliation status">
         {(s) => (
           <section className="card space-y-1" data-testid="ledger-status" aria-label="Last reconciliation">
@@ -94,13 +126,16 @@ export function Ledger() {
             <>
               <ul className="space-y-3">
                 {items.map((m) => (
-                  <li key={m.id} className="card space-y-1">
-                    <p className="m-0 flex flex-wrap items-center gap-2">
-                      <Badge tone={m.healedRefundId ? "ok" : m.resolvedAt ? "neutral" : "danger"}>
-                        {m.healedRefundId ? "healed" : m.resolvedAt ? "resolved" : "open"}
-                      </Badge>
-                      <strong>{KIND_LABELS[m.kind] ?? m.kind}</strong> <Time date={m.detectedAt} />
-                    </p>
+                  <li key={m.id} id={`mismatch-${m.id}`} className="card space-y-1" data-testid="mismatch">
+                    <div className="flex flex-wrap items-center justify-between gap-2">
+                      <p className="m-0 flex flex-wrap items-center gap-2">
+                        <Badge tone={m.healedRefundId ? "ok" : m.resolvedAt ? "neutral" : "danger"}>
+                          {m.healedRefundId ? "healed" : m.resolvedAt ? "resolved" : "open"}
+                        </Badge>
+                        <strong>{m.label}</strong> <Time date={m.detectedAt} />
+                      </p>
+                      {engineer && !m.resolvedAt && <CloseMismatch m={m} />}
+                    </div>
                     <p className="m-0 text-sm">
                       {m.chargeId && (
                         <>
@@ -127,7 +162,17 @@ export function Ledger() {
                     >
                       {JSON.stringify(m.evidence, null, 2)}
                     </pre>
-                    {m.resolutionNote && <p className="m-0 text-sm muted">Resolved: {m.resolutionNote}</p>}
+                    {m.resolvedAt && (
+                      <p className="m-0 text-sm muted">
+                        Resolved <Time date={m.resolvedAt} />
+                        {m.resolutionNote ? `: ${m.resolutionNote}` : " by a later reconciliation."}
+                      </p>
+                    )}
+                    {m.resolvedAt && m.resolvedBy !== null && m.lastSeenAt > m.resolvedAt && (
+                      <p className="m-0 text-sm warn">
+                        Seen again by a reconciliation after it was closed: <Time date={m.lastSeenAt} />
+                      </p>
+                    )}
                   </li>
                 ))}
               </ul>

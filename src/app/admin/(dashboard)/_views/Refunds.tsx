@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import { useTRPC } from "~/trpc/react";
+import { userMessage } from "../../_components/errorMessage";
 import { formatMoney } from "../../_components/format";
 import { Badge } from "../../_components/ui/Badge";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
@@ -83,7 +84,7 @@ export function ChargeRefunds({ chargeId, evidence }: { chargeId: string; eviden
                 title={`Refund charge ${chargeId}`}
                 confirmLabel={`Refund ${money(partial ?? left)}`}
                 pending={create.isPending}
-                error={amountProblem ?? create.error?.message ?? null}
+                error={amountProblem ?? (create.error ? userMessage(create.error) : null)}
                 onConfirm={(note) =>
                   amountProblem
                     ? Promise.reject(new Error(amountProblem))

@@ -1,13 +1,15 @@
 "use client";
 
+import { parseRecordId } from "~/lib/recordId";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
-import { absolute, formatMoney, prettyJson } from "../../_components/format";
+import { formatMoney, prettyJson } from "../../_components/format";
 import { Badge, PhaseBadge } from "../../_components/ui/Badge";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { MismatchWarning } from "../../_components/MismatchWarning";
 import { Time } from "../../_components/ui/Time";
 
 type Detail = RouterOutputs["requests"]["byId"];
@@ -92,7 +94,7 @@ const show = (v: unknown) => (v === undefined ? "(absent)" : JSON.stringify(v));
 
 export function RequestDetail({ id }: { id: string }) {
   const trpc = useTRPC();
-  const valid = /^\d{1,19}$/.test(id);
+  const valid = parseRecordId(id) !== null;
   const query = useQuery({ ...trpc.requests.byId.queryOptions({ id }, { refetchInterval: 5_000 }), enabled: valid });
   if (!valid)
     return (
@@ -121,6 +123,7 @@ function Loaded({ d }: { d: Detail }) {
       >
         {r.phase.description}
       </PageHeader>
+      <MismatchWarning mismatches={d.openMismatches} />
       <div className="grid gap-4 lg:grid-cols-2">
         <section className="card" aria-label="The record">
           <h2 className="mb-2">The record</h2>
@@ -137,11 +140,11 @@ function Loaded({ d }: { d: Detail }) {
             <dd>{r.route}</dd>
             <dt>Created</dt>
             <dd>
-              <Time date={r.createdAt} /> ({absolute(r.createdAt)})
+              <Time date={r.createdAt} precision="ms" />
             </dd>
             <dt>Last change</dt>
             <dd>
-              <Time date={r.updatedAt} />
+              <Time date={r.updatedAt} precision="ms" />
             </dd>
             <dt>Expires</dt>
             <dd>
@@ -267,7 +270,8 @@ function Loaded({ d }: { d: Detail }) {
                 <Badge tone={tone}>{label}</Badge>
                 <span className="min-w-0 flex-1">{text}</span>
                 <span className="text-sm muted">
-                  <Time date={e.at} /> · {e.fromRecord ? "from the record (no event written)" : e.instance}
+                  <Time date={e.at} precision="ms" /> ·{" "}
+                  {e.fromRecord ? "from the record (no event written)" : e.instance}
                   {e.attempt !== null && ` · attempt ${e.attempt}`}
                   {e.apiRequestId && (
                     <>

@@ -1,8 +1,9 @@
 "use client";
 
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ColumnDef } from "@tanstack/react-table";
 import Link from "next/link";
+import { useRouter } from "next/navigation";
 import { parseAsInteger, parseAsIsoDateTime, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import { useState } from "react";
 import type { RouterOutputs } from "~/trpc/react";
@@ -13,6 +14,9 @@ import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
+import { DateRange } from "../../_components/ui/DateRange";
+import { UrlProblems, useUrlProblems } from "../../_components/ui/UrlProblems";
+import { userMessage } from "../../_components/errorMessage";
 import { Time } from "../../_components/ui/Time";
 import { SearchResults } from "./SearchResults";
 
@@ -79,13 +83,13 @@ const columns: ColumnDef<Item>[] = [
   { header: "Created", cell: ({ row }) => <Time date={row.original.createdAt} /> },
 ];
 
-const toInputValue = (d: Date | null) => (d ? d.toISOString().slice(0, 16) : "");
-const fromInputValue = (v: string) => (v ? new Date(`${v}:00Z`) : null);
-
 export function RequestLog() {
   const trpc = useTRPC();
   const [params, setParams] = useQueryStates(filterParams);
   const [search, setSearch] = useState(params.q ?? "");
+  // A filter the address names but that cannot be read, or an impossible range: said, and nothing listed.
+  const problems = useUrlProblems(filterParams, { from: "since", until: "until" });
+  const enabled = problems.length === 0 && !params.q;
   const options = useQuery(trpc.requests.filterOptions.queryOptions());
   const filters = {
     phase: params.phase ?? undefined,
@@ -99,10 +103,29 @@ export function RequestLog() {
   const list = useInfiniteQuery(
     trpc.requests.list.infiniteQueryOptions(
       { ...filters, limit: 25 },
-      { getNextPageParam: (p) => p.nextCursor, refetchInterval: 5_000, placeholderData: (prev) => prev },
+      {
+        getNextPageParam: (p) => p.nextCursor,
+        refetchInterval: 5_000,
+        placeholderData: (prev) => prev,
+        enabled,
+      },
     ),
   );
-  const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000 }));
+  const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000, enabled }));
+  const queryClient = useQueryClient();
+  const router = useRouter();
+  const [landing, setLanding] = useState<RouterOutputs["requests"]["resolve"]>([]);
+  /** A whole key, charge id or customer id opens its page; anything else is searched as a prefix. */
+  async function land(q: string) {
+    setLanding([]);
+    if (!q) return void setParams({ q: null });
+    const matches = await queryClient
+      .fetchQuery(trpc.requests.resolve.queryOptions({ q: q.slice(0, 64) }))
+      .catch(() => []);
+    if (matches.length === 1) return router.push(matches[0]!.path);
+    setLanding(matches);
+    void setParams({ q });
+  }
   const items = list.data?.pages.flatMap((p) => p.items) ?? [];
   const phaseLabel = (p: (typeof PHASES)[number]) =>
     p === "in_progress" ? "All in progress" : p === "complete" ? "All complete" : (options.data?.phases[p]?.label ?? p);
@@ -121,11 +144,11 @@ export function RequestLog() {
         className="card flex flex-wrap items-end gap-2"
         onSubmit={(e) => {
           e.preventDefault();
-          void setParams({ q: search.trim() || null });
+          void land(search.trim());
         }}
       >
         <label className="field min-w-0 flex-1">
-          Search by the start of an idempotency key, charge id or customer id
+          Search by an idempotency key, charge id or customer id, or its start
           <input
             className="input"
             value={search}
@@ -142,6 +165,7 @@ export function RequestLog() {
             className="btn-secondary"
             onClick={() => {
               setSearch("");
+              setLanding([]);
               void setParams({ q: null });
             }}
           >
@@ -149,159 +173,166 @@ export function RequestLog() {
           </button>
         )}
       </form>
-      {params.q && <SearchResults prefix={params.q} />}
-
-      <SweepLine />
-
-      <section aria-label="Filters" className="card grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-4">
-        <label className="field">
-          State
-          <select
-            className="input"
-            value={params.phase ?? ""}
-            onChange={(e) => void setParams({ phase: (e.target.value || null) as never })}
-          >
-            <option value="">any</option>
-            {PHASES.map((p) => (
-              <option key={p} value={p}>
-                {phaseLabel(p)}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          Stored status
-          <select
-            className="input"
-            value={params.status ?? ""}
-            onChange={(e) => void setParams({ status: (e.target.value || null) as never })}
-          >
-            <option value="">any</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s === "none" ? "none yet (in progress)" : s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          Route
-          <select
-            className="input"
-            value={params.route ?? ""}
-            onChange={(e) => void setParams({ route: e.target.value || null })}
-          >
-            <option value="">any</option>
-            {options.data?.routes.map((r) => (
-              <option key={r}>{r}</option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          API client
-          <select
-            className="input"
-            value={params.client ?? ""}
-            onChange={(e) => void setParams({ client: e.target.value ? Number(e.target.value) : null })}
-          >
-            <option value="">any</option>
-            {options.data?.clients.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          Customer id
-          <input
-            className="input"
-            defaultValue={params.customer ?? ""}
-            key={params.customer ?? ""}
-            onBlur={(e) => void setParams({ customer: e.target.value.trim() || null })}
-            onKeyDown={(e) => e.key === "Enter" && void setParams({ customer: e.currentTarget.value.trim() || null })}
-          />
-        </label>
-        <label className="field">
-          Created from (UTC)
-          <input
-            className="input"
-            type="datetime-local"
-            value={toInputValue(params.since)}
-            onChange={(e) => void setParams({ since: fromInputValue(e.target.value) })}
-          />
-        </label>
-        <label className="field">
-          Created until (UTC)
-          <input
-            className="input"
-            type="datetime-local"
-            value={toInputValue(params.until)}
-            onChange={(e) => void setParams({ until: fromInputValue(e.target.value) })}
-          />
-        </label>
-        <div className="flex flex-wrap items-end gap-2">
-          {[1, 24, 168].map((h) => (
-            <button
-              key={h}
-              type="button"
-              className="btn-secondary"
-              onClick={() => void setParams({ since: new Date(Date.now() - h * HOUR), until: null })}
-            >
-              Last {h === 168 ? "7 days" : `${h} h`}
-            </button>
+      {landing.length > 1 && (
+        <p role="status" className="card" data-testid="search-choices">
+          “{search.trim()}” names several records:{" "}
+          {landing.map((m) => (
+            <Link key={m.kind} href={m.path} className="mr-3">
+              the {m.kind} {m.id}
+            </Link>
           ))}
-          <button
-            type="button"
-            className="btn-secondary"
-            onClick={() =>
-              void setParams({
-                phase: null,
-                status: null,
-                route: null,
-                client: null,
-                customer: null,
-                since: null,
-                until: null,
-              })
-            }
-          >
-            Reset filters
-          </button>
-        </div>
-      </section>
-
-      <div className="flex flex-wrap items-baseline justify-between gap-2">
-        <p className="m-0 font-medium" data-testid="request-count">
-          {count.data
-            ? `${formatCount(count.data)} matching requests`
-            : count.data === null
-              ? "Too many rows to count for this combination of filters; the list below is complete."
-              : count.error
-                ? "Count unavailable"
-                : "Counting…"}
         </p>
-        <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
-      </div>
-      <QueryState
-        query={list}
-        what="the request log"
-        isEmpty={() => items.length === 0}
-        empty="No request matches these filters."
-      >
-        {() => (
-          <>
-            <DataTable
-              caption="Requests, newest first"
-              columns={columns}
-              data={items}
-              rowId={(r) => r.id}
-              testId="request-log"
-            />
-            <LoadMore query={list} />
-          </>
-        )}
-      </QueryState>
+      )}
+      {params.q && <SearchResults prefix={params.q} requestColumns={columns} />}
+
+      {/* While a search is shown, its matches are the list; the log and its filters come back with "Clear search". */}
+      {!params.q && <SweepLine />}
+
+      {!params.q && (
+        <>
+          <section aria-label="Filters" className="card grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-4">
+            <label className="field">
+              State
+              <select
+                className="input"
+                value={params.phase ?? ""}
+                onChange={(e) => void setParams({ phase: (e.target.value || null) as never })}
+              >
+                <option value="">any</option>
+                {PHASES.map((p) => (
+                  <option key={p} value={p}>
+                    {phaseLabel(p)}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              Stored status
+              <select
+                className="input"
+                value={params.status ?? ""}
+                onChange={(e) => void setParams({ status: (e.target.value || null) as never })}
+              >
+                <option value="">any</option>
+                {STATUSES.map((s) => (
+                  <option key={s} value={s}>
+                    {s === "none" ? "none yet (in progress)" : s}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              Route
+              <select
+                className="input"
+                value={params.route ?? ""}
+                onChange={(e) => void setParams({ route: e.target.value || null })}
+              >
+                <option value="">any</option>
+                {options.data?.routes.map((r) => (
+                  <option key={r}>{r}</option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              API client
+              <select
+                className="input"
+                value={params.client ?? ""}
+                onChange={(e) => void setParams({ client: e.target.value ? Number(e.target.value) : null })}
+              >
+                <option value="">any</option>
+                {options.data?.clients.map((c) => (
+                  <option key={c.id} value={c.id}>
+                    {c.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              Customer id
+              <input
+                className="input"
+                defaultValue={params.customer ?? ""}
+                key={params.customer ?? ""}
+                onBlur={(e) => void setParams({ customer: e.target.value.trim() || null })}
+                onKeyDown={(e) =>
+                  e.key === "Enter" && void setParams({ customer: e.currentTarget.value.trim() || null })
+                }
+              />
+            </label>
+            <div className="sm:col-span-2">
+              <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} />
+            </div>
+            <div className="flex flex-wrap items-end gap-2">
+              {[1, 24, 168].map((h) => (
+                <button
+                  key={h}
+                  type="button"
+                  className="btn-secondary"
+                  onClick={() => void setParams({ since: new Date(Date.now() - h * HOUR), until: null })}
+                >
+                  Last {h === 168 ? "7 days" : `${h} h`}
+                </button>
+              ))}
+              <button
+                type="button"
+                className="btn-secondary"
+                onClick={() =>
+                  void setParams({
+                    phase: null,
+                    status: null,
+                    route: null,
+                    client: null,
+                    customer: null,
+                    since: null,
+                    until: null,
+                  })
+                }
+              >
+                Reset filters
+              </button>
+            </div>
+          </section>
+
+          <UrlProblems problems={problems} parsers={filterParams} withheld />
+          {enabled && (
+            <>
+              <div className="flex flex-wrap items-baseline justify-between gap-2">
+                <p className="m-0 font-medium" data-testid="request-count">
+                  {count.data
+                    ? `${formatCount(count.data)} matching requests`
+                    : count.data === null
+                      ? "Too many rows to count for this combination of filters; the list below is complete."
+                      : count.error
+                        ? "Count unavailable"
+                        : "Counting…"}
+                </p>
+                <LiveRegion updatedAt={list.dataUpdatedAt} summary={`${items.length} requests shown.`} />
+              </div>
+              <QueryState
+                query={list}
+                what="the request log"
+                isEmpty={() => items.length === 0}
+                empty="No request matches these filters."
+              >
+                {() => (
+                  <>
+                    <DataTable
+                      caption="Requests, newest first"
+                      columns={columns}
+                      data={items}
+                      rowId={(r) => r.id}
+                      testId="request-log"
+                    />
+                    <LoadMore query={list} />
+                  </>
+                )}
+              </QueryState>
+            </>
+          )}
+        </>
+      )}
     </>
   );
 }
@@ -315,7 +346,7 @@ function SweepLine() {
       {sweep.isPending ? (
         "Loading the sweeper's status…"
       ) : sweep.error ? (
-        `Sweeper status unavailable: ${sweep.error.message}`
+        `Sweeper status unavailable: ${userMessage(sweep.error)}`
       ) : run ? (
         <>
           Sweeper: last run <Time date={run.startedAt} /> on {run.instance}: reaped {run.reaped}, reconciled{" "}

@@ -6,6 +6,7 @@ import Link from "next/link";
 import { parseAsStringLiteral, useQueryState } from "nuqs";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { formatCount } from "../../_components/format";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
@@ -45,12 +46,11 @@ const columnsFor = (cross: boolean): ColumnDef<Group>[] => [
  */
 const COLUMNS = { same_client: columnsFor(false), cross_client: columnsFor(true) } as const;
 
+const KIND = parseAsStringLiteral(["same_client", "cross_client"] as const);
+
 export function Reuses() {
   const trpc = useTRPC();
-  const [kind, setKind] = useQueryState(
-    "kind",
-    parseAsStringLiteral(["same_client", "cross_client"] as const).withDefault("same_client"),
-  );
+  const [kind, setKind] = useQueryState("kind", KIND.withDefault("same_client"));
   const counts = useQuery(trpc.requests.reuseCounts.queryOptions(undefined, { refetchInterval: 10_000 }));
   const list = useInfiniteQuery(
     trpc.requests.reuses.infiniteQueryOptions(
@@ -70,6 +70,7 @@ export function Reuses() {
         under an old key (open the original record to see which fields differed); another client&apos;s key is a
         collision of non-random keys, or guessing. Nothing another client sent is shown as the owner&apos;s.
       </PageHeader>
+      <UrlCheck parsers={{ kind: KIND }} />
       {/* biome-ignore lint/a11y/useSemanticElements: toggle buttons, not form fields: no <fieldset> */}
       <div role="group" aria-label="Kind of reuse" className="flex flex-wrap gap-2">
         {tabs.map((t) => (

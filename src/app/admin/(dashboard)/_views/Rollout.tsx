@@ -2,7 +2,7 @@
 
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ColumnDef } from "@tanstack/react-table";
-import { parseAsArrayOf, parseAsInteger, parseAsStringLiteral, useQueryStates } from "nuqs";
+import { parseAsArrayOf, parseAsInteger, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
 import { absolute, percent } from "../../_components/format";
@@ -12,7 +12,15 @@ import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
+import { UrlCheck } from "../../_components/ui/UrlProblems";
+import { userMessage } from "../../_components/errorMessage";
 import { KeylessChart } from "./KeylessChart";
+
+const URL_PARAMS = {
+  granularity: parseAsStringLiteral(["hour", "day"] as const),
+  clients: parseAsArrayOf(parseAsInteger),
+  route: parseAsString,
+};
 
 type Status = RouterOutputs["rollout"]["status"];
 type ClientRow = Status["clients"][number];
@@ -21,8 +29,9 @@ const MAX_LINES = 6;
 export function Rollout() {
   const trpc = useTRPC();
   const [params, setParams] = useQueryStates({
-    granularity: parseAsStringLiteral(["hour", "day"] as const).withDefault("hour"),
-    clients: parseAsArrayOf(parseAsInteger).withDefault([]),
+    ...URL_PARAMS,
+    granularity: URL_PARAMS.granularity.withDefault("hour"),
+    clients: URL_PARAMS.clients.withDefault([]),
   });
   const me = useQuery(trpc.account.me.queryOptions());
   const status = useQuery(trpc.rollout.status.queryOptions(undefined, { refetchInterval: 15_000 }));
@@ -31,7 +40,7 @@ export function Rollout() {
     : (status.data?.blocking.slice(0, 3).map((b) => b.apiClientId) ?? []);
   const series = useQuery(
     trpc.rollout.series.queryOptions(
-      { granularity: params.granularity, clientIds: chosen.slice(0, MAX_LINES) },
+      { granularity: params.granularity, clientIds: chosen.slice(0, MAX_LINES), route: params.route },
       { refetchInterval: 60_000 },
     ),
   );
@@ -43,6 +52,7 @@ export function Rollout() {
         Keyless requests are accepted and counted while the mode is optional. Require the header once a client, or all
         of them, send none.
       </PageHeader>
+      <UrlCheck parsers={URL_PARAMS} />
       <QueryState query={status} what="the rollout status">
         {(s) => (
           <>
@@ -51,6 +61,23 @@ export function Rollout() {
               <div className="flex flex-wrap items-end justify-between gap-3">
                 <h2>Keyless share over time</h2>
                 <label className="field">
+                  Route
+                  <select
+                    className="input"
+                    value={params.route ?? ""}
+                    onChange={(e) => void setParams({ route: e.target.value || null })}
+                  >
+                    <option value="">every money route</option>
+                    {[...new Set([...s.routes.map((r) => r.route), ...(params.route ? [params.route] : [])])].map(
+                      (route) => (
+                        <option key={route} value={route}>
+                          {route}
+                        </option>
+                      ),
+                    )}
+                  </select>
+                </label>
+                <label className="field">
                   Period
                   <select
                     className="input"
@@ -58,8 +85,8 @@ export function Rollout() {
                     value={params.granularity}
                     onChange={(e) => void setParams({ granularity: e.target.value as "hour" | "day" })}
                   >
-                    <option value="hour">hourly, last 48 h</option>
-                    <option value="day">daily, last 30 days</option>
+                    <option value="hour">hourly, up to 48 h</option>
+                    <option value="day">daily, up to 30 days</option>
                   </select>
                 </label>
               </div>
@@ -92,12 +119,14 @@ export function Rollout() {
                     series={data}
                     granularity={params.granularity}
                     windowStart={s.windowStart}
+                    route={params.route}
                     names={new Map(s.clients.map((c) => [c.apiClientId, c.name]))}
                   />
                 )}
               </QueryState>
             </section>
             <ClientTable s={s} engineer={engineer} />
+            <RouteTable s={s} />
           </>
         )}
       </QueryState>
@@ -118,6 +147,10 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
   const setMode = useMutation(trpc.rollout.setMode.mutationOptions({ onSuccess: invalidate }));
   const next = s.mode === "optional" ? "required" : "optional";
   const impact = s.clients.filter((c) => c.keylessLastHour > 0 && !c.enforced);
+  const enforcedHere = s.clients.filter((c) => c.enforced === "client");
+  const attempts = s.keyedAttemptsInWindow.toLocaleString("en");
+  const operations = s.evidence.keyedInWindow.toLocaleString("en");
+  const keyed = `${operations} keyed operations (${attempts} HTTP attempts with retries)`;
   const since = absolute(s.lastHourFrom).slice(11, 16);
   return (
     <section className="card space-y-2" data-testid="mode-panel" aria-label="Mode">
@@ -138,9 +171,8 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
           </p>
         ) : s.safeToEnforce ? (
           <p className="good m-0 font-medium">
-            Safe to enforce: no keyless request accepted in the last {s.windowHours} h,{" "}
-            {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in that window, counts going back{" "}
-            {Math.floor(s.evidence.observedHours)} h.
+            Safe to enforce: no keyless request accepted in the last {s.windowHours} h from a client that may still send
+            one, {keyed} in that window, counts going back {Math.floor(s.evidence.observedHours)} h.
           </p>
         ) : (
           <>
@@ -160,9 +192,8 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
               )}
               {!s.evidence.enoughKeyed && (
                 <li>
-                  Too little evidence: {s.evidence.keyedInWindow.toLocaleString("en")} keyed requests in the last{" "}
-                  {s.windowHours} h, at least {s.evidence.minKeyed.toLocaleString("en")} are needed
-                  (SAFE_TO_ENFORCE_MIN_KEYED).
+                  Too little evidence: {keyed} in the last {s.windowHours} h, at least{" "}
+                  {s.evidence.minKeyed.toLocaleString("en")} operations are needed (SAFE_TO_ENFORCE_MIN_KEYED).
                 </li>
               )}
               {!s.evidence.enoughHistory && (
@@ -177,6 +208,12 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
             </ul>
           </>
         )}
+        {s.mode === "optional" && enforcedHere.length > 0 && (
+          <p className="m-0 text-sm" data-testid="enforced-clients">
+            Already required on their own (their keyless requests are refused, so they do not block):{" "}
+            {enforcedHere.map((c) => c.name).join(", ")}.
+          </p>
+        )}
       </div>
       {!roleKnown ? null : engineer ? (
         <ConfirmDialog
@@ -188,7 +225,7 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
           title={`Switch the mode to ${next}?`}
           confirmLabel={`Switch to ${next}`}
           pending={setMode.isPending}
-          error={setMode.error?.message ?? null}
+          error={setMode.error ? userMessage(setMode.error) : null}
           onConfirm={(reason) => setMode.mutateAsync({ mode: next, reason })}
         >
           {next === "required" ? (
@@ -243,7 +280,7 @@ function ClientSwitch({ c }: { c: ClientRow }) {
       title={required ? `Let ${c.name} follow the global mode?` : `Require the Idempotency-Key header for ${c.name}?`}
       confirmLabel={required ? "Follow the global mode" : "Require the header"}
       pending={set.isPending}
-      error={set.error?.message ?? null}
+      error={set.error ? userMessage(set.error) : null}
       onConfirm={(reason) => set.mutateAsync({ clientId: c.apiClientId, required: !required, reason })}
     >
       {required ? (
@@ -282,15 +319,18 @@ const CLIENT_COLUMNS: ColumnDef<ClientRow>[] = [
         <Badge>optional</Badge>
       ),
   },
-  { header: "Keyed", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
-  { header: "Keyless", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
-  { header: "Refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
+  { header: "Keyed operations", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
+  { header: "Keyed attempts", cell: ({ row }) => row.original.keyedAttempts.toLocaleString("en") },
+  { header: "Keyless accepted", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
+  { header: "Keyless refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
   { header: "Keyless share", cell: ({ row }) => percent(row.original.keylessShare) },
-  { header: "Last keyless", cell: ({ row }) => <Time date={row.original.lastKeylessAt} /> },
+  { header: "Last accepted keyless", cell: ({ row }) => <Time date={row.original.lastAcceptedKeylessAt} /> },
   {
     header: "Clean from",
     cell: ({ row }) =>
-      row.original.cleanAt ? (
+      row.original.enforced ? (
+        <span className="good">enforced</span>
+      ) : row.original.cleanAt ? (
         absolute(row.original.cleanAt)
       ) : row.original.blocking ? (
         ""
@@ -321,8 +361,42 @@ function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
         testId="clients-keyless"
       />
       <p className="muted text-xs">
-        Keyless requests are counted before they are answered; keyed counts can lag by a second.
+        Keyed operations are requests whose key began a new operation; keyed attempts also count its retries and
+        replays. Keyless share: accepted keyless requests against keyed operations plus accepted keyless ones; refused
+        requests are apart and never move &quot;clean from&quot;. Keyless requests are counted before they are answered;
+        keyed counts can lag by a second. Every money route is counted (by route below).
       </p>
+    </section>
+  );
+}
+
+type RouteRow = Status["routes"][number];
+const ROUTE_COLUMNS: ColumnDef<RouteRow>[] = [
+  { header: "Route", cell: ({ row }) => <code>{row.original.route}</code> },
+  { header: "Keyed operations", cell: ({ row }) => row.original.keyed.toLocaleString("en") },
+  { header: "Keyed attempts", cell: ({ row }) => row.original.keyedAttempts.toLocaleString("en") },
+  { header: "Keyless accepted", cell: ({ row }) => row.original.keyless.toLocaleString("en") },
+  { header: "Keyless refused", cell: ({ row }) => row.original.rejected.toLocaleString("en") },
+  { header: "Keyless share", cell: ({ row }) => percent(row.original.keylessShare) },
+];
+
+function RouteTable({ s }: { s: Status }) {
+  return (
+    <section className="space-y-2" aria-label="By route">
+      <h2>By route</h2>
+      {s.routes.length === 0 ? (
+        <p className="card muted" data-testid="routes-empty">
+          No money request counted in the last {s.windowHours} h.
+        </p>
+      ) : (
+        <DataTable
+          caption={`Each money route in the last ${s.windowHours} h, all clients`}
+          columns={ROUTE_COLUMNS}
+          data={s.routes}
+          rowId={(r) => r.route}
+          testId="routes-keyless"
+        />
+      )}
     </section>
   );
 }

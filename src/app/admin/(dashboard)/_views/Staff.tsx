@@ -4,9 +4,68 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
 import { absolute } from "../../_components/format";
+import { userMessage } from "../../_components/errorMessage";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
+import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 
 type Role = "support" | "engineer";
+
+const CAN: Record<Role, string> = {
+  support: "read the dashboard only (no switches, API clients, staff or audit log)",
+  engineer: "also switch the rollout mode, manage API clients and their keys, manage staff and read the audit log",
+};
+
+/**
+ * A role is chosen in the select, then changed only through a dialog that states the effect: a keyboard arrow on a
+ * focused select (which changes its value at once) used to promote or demote someone on the spot.
+ */
+function RoleControl({
+  u,
+  pending,
+  error,
+  onConfirm,
+}: {
+  u: { id: number; email: string; role: Role };
+  pending: boolean;
+  error: string | null;
+  onConfirm: (role: Role) => Promise<unknown>;
+}) {
+  const [draft, setDraft] = useState<Role>(u.role);
+  const other: Role = u.role === "support" ? "engineer" : "support";
+  return (
+    <div className="flex flex-wrap items-center gap-2">
+      <select
+        className="input w-auto"
+        aria-label={`Role of ${u.email}`}
+        value={draft}
+        onChange={(e) => setDraft(e.target.value as Role)}
+      >
+        <option value="support">support</option>
+        <option value="engineer">engineer</option>
+      </select>
+      {draft !== u.role && (
+        <ConfirmDialog
+          trigger={
+            <button type="button" className="btn-secondary" aria-label={`Change the role of ${u.email}`}>
+              Change role…
+            </button>
+          }
+          title={`Make ${u.email} ${other}?`}
+          confirmLabel={`Make ${other}`}
+          askReason={false}
+          pending={pending}
+          error={error}
+          onConfirm={() => onConfirm(other)}
+        >
+          <p>
+            {u.email} is {u.role} now. As {other} they can {CAN[other]}.
+          </p>
+          <p>Their sessions end at once; they sign in again with the new role.</p>
+        </ConfirmDialog>
+      )}
+    </div>
+  );
+}
 
 export function Staff() {
   const trpc = useTRPC();
@@ -35,7 +94,7 @@ export function Staff() {
       <h1 className="mb-2">Staff</h1>
       {error && (
         <p role="alert" className="bad">
-          {error.message}
+          {userMessage(error)}
         </p>
       )}
       {secret && <OneTimeSecret label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
@@ -83,40 +142,65 @@ export function Staff() {
                   <td>{u.email}</td>
                   <td>{u.name}</td>
                   <td>
-                    <select
-                      className="input"
-                      aria-label={`Role of ${u.email}`}
-                      value={u.role}
-                      onChange={(e) => setRole.mutate({ userId: u.id, role: e.target.value as Role })}
-                    >
-                      <option value="support">support</option>
-                      <option value="engineer">engineer</option>
-                    </select>
+                    <RoleControl
+                      key={u.role}
+                      u={u}
+                      pending={setRole.isPending}
+                      error={setRole.error ? userMessage(setRole.error) : null}
+                      onConfirm={(role) => setRole.mutateAsync({ userId: u.id, role })}
+                    />
                   </td>
                   <td>
                     {u.twoFactor ? "on" : "off"}
                     {u.twoFactor && (
-                      <button
-                        type="button"
-                        className="btn"
-                        aria-label={`Reset two-factor of ${u.email}`}
-                        onClick={() => resetTwoFactor.mutate({ userId: u.id })}
+                      <ConfirmDialog
+                        trigger={
+                          <button type="button" className="btn ml-2" aria-label={`Reset two-factor of ${u.email}`}>
+                            Reset
+                          </button>
+                        }
+                        title={`Reset the two-factor sign-in of ${u.email}?`}
+                        confirmLabel="Reset two-factor"
+                        askReason={false}
+                        pending={resetTwoFactor.isPending}
+                        error={resetTwoFactor.error ? userMessage(resetTwoFactor.error) : null}
+                        onConfirm={() => resetTwoFactor.mutateAsync({ userId: u.id })}
                       >
-                        Reset
-                      </button>
+                        <p>Their authenticator stops working for this account and their sessions end at once.</p>
+                      </ConfirmDialog>
                     )}
                   </td>
                   <td>{u.activeSessions}</td>
                   <td>{u.disabledAt ? `disabled ${absolute(u.disabledAt)}` : "active"}</td>
                   <td>
-                    <button
-                      type="button"
-                      className="btn"
-                      aria-label={`${u.disabledAt ? "Enable" : "Disable"} ${u.email}`}
-                      onClick={() => setDisabled.mutate({ userId: u.id, disabled: !u.disabledAt })}
+                    <ConfirmDialog
+                      trigger={
+                        <button
+                          type="button"
+                          className="btn"
+                          aria-label={`${u.disabledAt ? "Enable" : "Disable"} ${u.email}`}
+                        >
+                          {u.disabledAt ? "Enable" : "Disable"}
+                        </button>
+                      }
+                      title={u.disabledAt ? `Enable ${u.email}?` : `Disable ${u.email}?`}
+                      confirmLabel={u.disabledAt ? "Enable" : "Disable"}
+                      askReason={false}
+                      pending={setDisabled.isPending}
+                      error={setDisabled.error ? userMessage(setDisabled.error) : null}
+                      onConfirm={() => setDisabled.mutateAsync({ userId: u.id, disabled: !u.disabledAt })}
                     >
-                      {u.disabledAt ? "Enable" : "Disable"}
-                    </button>
+                      {u.disabledAt ? (
+                        <p>
+                          {u.email} can sign in again, as {u.role}.
+                        </p>
+                      ) : (
+                        <p>
+                          {u.email} is signed out at once ({u.activeSessions} active session
+                          {u.activeSessions === 1 ? "" : "s"}) and cannot sign in until enabled again.
+                        </p>
+                      )}
+                    </ConfirmDialog>
                   </td>
                 </tr>
               ))}

@@ -4,9 +4,10 @@ import { Dialog } from "radix-ui";
 import { useState, type ReactNode } from "react";
 
 /**
- * A confirmation that shows what will happen and asks why (the reason goes to
- * the audit log). Radix Dialog: focus trapped inside, Escape closes, the
- * trigger gets focus back.
+ * A confirmation that shows what will happen and, unless `askReason` is false,
+ * asks why (the reason goes to the audit log). Nothing changes until its
+ * button is pressed: the guard of every privilege, access and mode change.
+ * Radix Dialog: focus trapped inside, Escape closes, the trigger gets focus back.
  */
 export function ConfirmDialog({
   trigger,
@@ -16,6 +17,8 @@ export function ConfirmDialog({
   onConfirm,
   pending,
   error,
+  askReason = true,
+  reasonLabel = "Reason (kept in the audit log)",
 }: {
   trigger: ReactNode;
   title: string;
@@ -24,6 +27,8 @@ export function ConfirmDialog({
   onConfirm: (reason: string) => Promise<unknown>;
   pending: boolean;
   error: string | null;
+  askReason?: boolean;
+  reasonLabel?: string;
 }) {
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
@@ -58,17 +63,19 @@ export function ConfirmDialog({
               );
             }}
           >
-            <label className="field">
-              Reason (kept in the audit log)
-              <textarea
-                className="input min-h-20"
-                value={reason}
-                onChange={(e) => setReason(e.target.value)}
-                required
-                minLength={3}
-                maxLength={500}
-              />
-            </label>
+            {askReason && (
+              <label className="field">
+                {reasonLabel}
+                <textarea
+                  className="input min-h-20"
+                  value={reason}
+                  onChange={(e) => setReason(e.target.value)}
+                  required
+                  minLength={3}
+                  maxLength={500}
+                />
+              </label>
+            )}
             {error && (
               <p role="alert" className="bad">
                 {error}
@@ -80,7 +87,7 @@ export function ConfirmDialog({
                   Cancel
                 </button>
               </Dialog.Close>
-              <button type="submit" className="btn" disabled={pending || reason.trim().length < 3}>
+              <button type="submit" className="btn" disabled={pending || (askReason && reason.trim().length < 3)}>
                 {confirmLabel}
               </button>
             </div>

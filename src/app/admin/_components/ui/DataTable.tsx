@@ -2,9 +2,12 @@
 
 import { flexRender, getCoreRowModel, useReactTable, type ColumnDef } from "@tanstack/react-table";
 
+/** A cell's column name, shown before it when a phone lays each row out as a card (globals.css). */
+const labelOf = (header: unknown, id: string) => (typeof header === "string" ? header : id);
+
 /**
- * A list as a table (TanStack Table), with a caption, scrolling inside its own
- * box on a narrow screen instead of widening the page.
+ * A list as a table (TanStack Table), with a caption; on a phone each row is a
+ * card of "column: value" lines (globals.css), never wider than the screen.
  */
 export function DataTable<T>({
   caption,
@@ -44,7 +47,9 @@ export function DataTable<T>({
           {table.getRowModel().rows.map((row) => (
             <tr key={row.id} className={highlight?.(row.original) ? "highlight" : undefined}>
               {row.getVisibleCells().map((cell) => (
-                <td key={cell.id}>{flexRender(cell.column.columnDef.cell, cell.getContext())}</td>
+                <td key={cell.id} data-label={labelOf(cell.column.columnDef.header, cell.column.id)}>
+                  {flexRender(cell.column.columnDef.cell, cell.getContext())}
+                </td>
               ))}
             </tr>
           ))}

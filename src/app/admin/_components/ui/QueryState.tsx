@@ -1,10 +1,11 @@
 "use client";
 
 import type { ReactNode } from "react";
+import { userMessage } from "../errorMessage";
 
 type QueryLike<T> = {
   data: T | undefined;
-  error: { message: string; data?: { code?: string } | null } | null;
+  error: { message: string; data?: { code?: string; zodError?: unknown } | null } | null;
   isPending: boolean;
   isFetching?: boolean;
   refetch: () => unknown;
@@ -70,7 +71,7 @@ export function Failed({
       <p className="bad m-0">
         {notFound
           ? error!.message
-          : `Could not load ${what}${stale ? " (showing the last answer)" : ""}: ${error?.message ?? "no answer"}`}
+          : `Could not load ${what}${stale ? " (showing the last answer)" : ""}: ${userMessage(error)}`}
       </p>
       {!notFound && (
         <button type="button" className="btn-secondary" onClick={() => retry()}>

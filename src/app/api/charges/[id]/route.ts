@@ -2,7 +2,7 @@ import { serializeCharge } from "~/server/charges/responses";
 import { db } from "~/server/db";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { methodNotAllowed } from "~/server/http/handleApi";
-import { withApiClient } from "~/server/http/withApiClient";
+import { withApiClient } from "~/server/auth/withApiClient";
 import { serializeRefund } from "~/server/refunds/responses";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
 import { db } from "~/server/db";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { methodNotAllowed } from "~/server/http/handleApi";
-import { withApiClient } from "~/server/http/withApiClient";
+import { withApiClient } from "~/server/auth/withApiClient";
 import { serializeRefund } from "~/server/refunds/responses";
 
 export const dynamic = "force-dynamic";

@@ -1,8 +1,8 @@
 import type { ApiClient } from "~/generated/prisma/client";
-import { authenticateApiClient } from "~/server/auth/apiClients";
+import { authenticateApiClient } from "./apiClients";
 import { addLogContext } from "~/server/observability/context";
-import { errorResponse } from "./apiError";
-import { handleApi } from "./handleApi";
+import { errorResponse } from "~/server/http/apiError";
+import { handleApi } from "~/server/http/handleApi";
 
 /** A public API handler for an API client: 401 without a valid key, and every log line names the client. */
 export function withApiClient(

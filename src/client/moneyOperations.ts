@@ -1,0 +1,155 @@
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, serializeKey } from "../server/http/idempotencyProtocol";
+import {
+  ChargesApiError,
+  InvalidIdempotencyKeyError,
+  OperationMismatchError,
+  type OperationDeadlineError,
+} from "./errors";
+import type { MoneyResource, OperationStore, StoredOperation } from "./operationStore";
+import { retryAfterMs } from "./retryPolicy";
+import type { Exchange, Transport } from "./transport";
+import type { ApiErrorBody, OperationResult, OperationState } from "./types";
+
+/** What differs between the money operations: where they are sent, and what their answer and deadline are called. */
+export type OperationSpec<Name extends string> = {
+  resource: MoneyResource;
+  path: string;
+  /** The created object's name in a result: `result.charge`, `result.refund`. */
+  name: Name;
+  deadlineError: (idempotencyKey: string, attempts: number, lastProblem: string) => OperationDeadlineError;
+};
+
+export type CreateOptions = {
+  /** Your own UUIDv4 for the operation; by default one is made. Reuse it for every retry, never a new one. */
+  idempotencyKey?: string;
+  /** With a store: your durable name for the operation (see OperationStore). */
+  reference?: string;
+};
+
+const errorOf = (json: unknown, status: number): ApiErrorBody =>
+  (json as { error?: ApiErrorBody }).error ?? { code: "unknown", message: `HTTP ${status}` };
+
+function checkKey(key: string): void {
+  const problem = keyProblem(key);
+  if (problem) throw new InvalidIdempotencyKeyError(key, problem);
+}
+
+const newIdempotencyKey = () => globalThis.crypto.randomUUID();
+
+/**
+ * One money operation of the API (`client.charges`, `client.refunds`): the same per-operation key, retries,
+ * deadline, replay flag, durable store and settling for each, through the client's one Transport.
+ */
+export class MoneyOperations<Name extends string, Params, Created> {
+  constructor(
+    private readonly transport: Transport,
+    private readonly store: OperationStore | undefined,
+    private readonly spec: OperationSpec<Name>,
+  ) {}
+
+  /**
+   * Creates the object, retrying network errors, timeouts, 409 and 500/502/503/504 (unless replayed) with
+   * the SAME key until a final answer or the deadline (then an OperationDeadlineError).
+   *
+   * With a store, `reference` names the operation durably: the key and body are saved before the first
+   * attempt, and calling again with the same reference (after a restart too) continues that operation.
+   */
+  async create(
+    params: Params,
+    { idempotencyKey, reference }: CreateOptions = {},
+  ): Promise<OperationResult<Name, Created>> {
+    const body = JSON.stringify(params);
+    if (idempotencyKey !== undefined) checkKey(idempotencyKey);
+    if (reference === undefined) return this.send(idempotencyKey ?? newIdempotencyKey(), body);
+
+    const operation = {
+      reference,
+      resource: this.spec.resource,
+      idempotencyKey: idempotencyKey ?? newIdempotencyKey(),
+      body,
+      createdAt: new Date().toISOString(),
+    };
+    const stored = await this.requireStore().saveIfAbsent(operation);
+    const keyDiffers = idempotencyKey !== undefined && stored.idempotencyKey !== idempotencyKey;
+    if (stored.body !== body || keyDiffers || !this.owns(stored)) throw new OperationMismatchError(reference);
+    return this.sendStored(stored);
+  }
+
+  /** Continues a stored operation of this kind (after a restart): its own key and body, nothing else needed. */
+  async resume(reference: string): Promise<OperationResult<Name, Created>> {
+    const stored = await this.requireStore().get(reference);
+    if (!stored) throw new Error(`No stored operation "${reference}"`);
+    if (!this.owns(stored)) throw new OperationMismatchError(reference);
+    return this.sendStored(stored);
+  }
+
+  /**
+   * What happened to an operation, without resending its body (GET <path>?idempotency_key=K): complete (the
+   * result create would have given), in_progress (ask again later), or unknown (nothing recorded under this key
+   * for you: create with the same key and body is safe).
+   */
+  async findByIdempotencyKey(idempotencyKey: string): Promise<OperationState<OperationResult<Name, Created>>> {
+    checkKey(idempotencyKey);
+    const answer = await this.transport.exchange({
+      path: this.spec.path,
+      // The header's form: the server parses the query as it parses the header (a bare key may not hold a comma).
+      query: { idempotency_key: serializeKey(idempotencyKey) },
+      init: { method: "GET" },
+      inFlightIsFinal: true,
+      deadlineError: (attempts, problem) => this.spec.deadlineError(idempotencyKey, attempts, problem),
+    });
+    const error = errorOf(answer.json, answer.status);
+    if (answer.replayed) return { state: "complete", result: this.toResult(answer, idempotencyKey) };
+    if (answer.status === 409 && error.code === "request_in_progress") {
+      const age = (error as { age_seconds?: unknown }).age_seconds;
+      return {
+        state: "in_progress",
+        ageSeconds: typeof age === "number" ? age : undefined,
+        retryAfterMs: retryAfterMs(answer.headers.get("Retry-After")),
+        idempotencyKey,
+      };
+    }
+    if (answer.status === 404 && error.code === "not_found") return { state: "unknown", idempotencyKey };
+    throw new ChargesApiError(answer.status, error);
+  }
+
+  /** Operations stored before refunds existed carry no resource: they are charges. */
+  private owns(stored: StoredOperation): boolean {
+    return (stored.resource ?? "charges") === this.spec.resource;
+  }
+
+  private requireStore(): OperationStore {
+    if (!this.store) throw new TypeError("Pass a store (an OperationStore) to ChargesClient to use references");
+    return this.store;
+  }
+
+  private async sendStored(operation: StoredOperation): Promise<OperationResult<Name, Created>> {
+    const result = await this.send(operation.idempotencyKey, operation.body);
+    const settled = { status: result.status, replayed: result.replayed, at: new Date().toISOString() };
+    await this.requireStore().settle(operation.reference, settled);
+    return result;
+  }
+
+  private async send(idempotencyKey: string, body: string): Promise<OperationResult<Name, Created>> {
+    checkKey(idempotencyKey);
+    const answer = await this.transport.exchange({
+      path: this.spec.path,
+      init: {
+        method: "POST",
+        headers: { "Content-Type": "application/json", [IDEMPOTENCY_KEY_HEADER]: serializeKey(idempotencyKey) },
+        body,
+      },
+      deadlineError: (attempts, problem) => this.spec.deadlineError(idempotencyKey, attempts, problem),
+    });
+    return this.toResult(answer, idempotencyKey);
+  }
+
+  private toResult(answer: Exchange, idempotencyKey: string): OperationResult<Name, Created> {
+    const { status, replayed, attempts } = answer;
+    if (status >= 200 && status < 300) {
+      const created = { [this.spec.name]: answer.json } as { [K in Name]: Created };
+      return { ok: true, status, ...created, replayed, attempts, idempotencyKey };
+    }
+    return { ok: false, status, error: errorOf(answer.json, status), replayed, attempts, idempotencyKey };
+  }
+}
