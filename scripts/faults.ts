@@ -3,14 +3,17 @@
  *
  * A seeded plan (fast-check) of client operations (fresh keys, retries,
  * another body or another client under a used key, keyless requests; SDK
- * clients with short timeouts) and gateway behaviours (fast, slower than the
- * client, slower than the gateway timeout, errors, charged-then-error,
- * declines), run over the real stack (two app instances, the sweeper, the
+ * clients with short timeouts; refunds of the run's charges: full, partial,
+ * over the charge, racing with different keys, retried, keyless, and racing a
+ * retry of their charge's operation) and gateway behaviours (fast, slower than
+ * the client, slower than the gateway timeout, errors, charged-then-error,
+ * declines; refunds slow, failing, refunded-then-failing), run over the real stack (two app instances, the sweeper, the
  * simulated gateway, a private MariaDB) while faults strike: app instances
  * SIGKILLed and restarted, MariaDB killed and restarted, deadlocks forced on
  * completions, keys expiring mid-flight, extra sweeps and prunes at once.
- * Then a final sweep, the ledger reconciliation and the invariants; every
- * answer a client saw must agree with the ledger. Prints the seed; exits 1 on
+ * Then a final sweep, the ledger reconciliation and the invariants (and the
+ * refunds' own: scripts/lib/faults/verifyRefunds.ts); every answer a client
+ * saw must agree with the ledger. Prints the seed; exits 1 on
  * any violation. `npm test` runs a short one.
  */
 import { randomBytes, randomInt, randomUUID } from "node:crypto";
@@ -77,9 +80,11 @@ try {
   const byStatus: Record<string, number> = {};
   const byKind: Record<string, number> = {};
   for (const o of result.observations) {
-    const label = o.status
-      ? `${o.status}${o.code ? ` ${o.code}` : ""}${o.replayed ? " (replay)" : ""}`
-      : (o.problem ?? "no answer");
+    const label =
+      (o.route === "refunds" ? "refund " : "") +
+      (o.status
+        ? `${o.status}${o.code ? ` ${o.code}` : ""}${o.replayed ? " (replay)" : ""}`
+        : (o.problem ?? "no answer"));
     byStatus[label] = (byStatus[label] ?? 0) + 1;
     byKind[o.kind] = (byKind[o.kind] ?? 0) + 1;
   }

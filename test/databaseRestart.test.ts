@@ -12,11 +12,19 @@ import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
 import { SERVER_CODE_FLAGS, startGateway, type Service } from "../scripts/lib/processes";
-import { chargesOfCustomer } from "~/gateway-sim/inspect";
+import { chargesOfCustomer, refundsOfCharge } from "~/gateway-sim/inspect";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { gatewayEnv, TEST_SEARCH_LAG_MS } from "../scripts/lib/config";
 import { hashApiKey } from "~/server/auth/apiClients";
-import { chargeBody, postCharge, startAppInstance, closeConnections, waitFor, type ApiResponse } from "./helpers";
+import {
+  chargeBody,
+  postCharge,
+  postRefund,
+  startAppInstance,
+  closeConnections,
+  waitFor,
+  type ApiResponse,
+} from "./helpers";
 
 const APP_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 2;
 const APP_URL = `http://127.0.0.1:${APP_PORT}`;
@@ -89,6 +97,39 @@ after(async () => {
   await closeConnections();
 });
 
+/** One pass of the sweeper, as the worker runs it, with short timings. */
+const sweepOnce = () =>
+  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
+    env: { ...process.env, ...appEnv, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
+    stdio: "inherit",
+    timeout: 60_000,
+  });
+
+/** The claims' leases (the app's gateway timeout + margin) must run out before the sweep may take them. */
+const leasesEnded = () =>
+  waitFor(
+    "the leases to end",
+    async () => {
+      const rows = await query<{ n: bigint }[]>(
+        "SELECT COUNT(*) AS n FROM idempotent_requests " +
+          "WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
+      );
+      return Number(rows[0]!.n) === 0;
+    },
+    20_000,
+  );
+
+/**
+ * The ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0). The CLI takes the
+ * admin URL first, as npm start does: this server's, not the run's.
+ */
+const reconcileExitsZero = () =>
+  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts", "--since", "10m"], {
+    env: { ...process.env, ...appEnv, DATABASE_ADMIN_URL: databaseUrl },
+    stdio: "inherit",
+    timeout: 60_000,
+  });
+
 describe("MariaDB restarted while requests are in flight", () => {
   test("clear 503s meanwhile; after the sweep no duplicate charge and no stuck key", async () => {
     const ops = Array.from({ length: 8 }, () => ({
@@ -125,24 +166,7 @@ describe("MariaDB restarted while requests are in flight", () => {
 
     await server.start();
     // Whatever the outage left in progress, the sweeper finishes (reconciling with the gateway).
-    const sweepOnce = () =>
-      execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
-        env: { ...process.env, ...appEnv, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
-        stdio: "inherit",
-        timeout: 60_000,
-      });
-    // The claims' leases (the app's gateway timeout + margin) must run out before the sweep may take them.
-    await waitFor(
-      "the leases to end",
-      async () => {
-        const rows = await query<{ n: bigint }[]>(
-          "SELECT COUNT(*) AS n FROM idempotent_requests " +
-            "WHERE state = 'in_progress' AND lease_expires_at > UTC_TIMESTAMP(6)",
-        );
-        return Number(rows[0]!.n) === 0;
-      },
-      20_000,
-    );
+    await leasesEnded();
     sweepOnce();
     await new Promise((r) => setTimeout(r, 1_100));
     sweepOnce();
@@ -170,13 +194,76 @@ describe("MariaDB restarted while requests are in flight", () => {
       assert.equal(Number(local[0]!.n), 1, "one local charge");
       assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
     }
-    // And its ledger adds up: the reconciliation of this app and its gateway finds nothing (exit 0). The CLI
-    // takes the admin URL first, as npm start does: this server's, not the run's.
-    execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts", "--since", "10m"], {
-      env: { ...process.env, ...appEnv, DATABASE_ADMIN_URL: databaseUrl },
-      stdio: "inherit",
-      timeout: 60_000,
-    });
+    reconcileExitsZero();
+  });
+
+  test("refunds in flight: no refund lost or doubled, every hold released or made a refund", async () => {
+    // Charges refunded slowly at the gateway, each with two partial refunds under keys of their own.
+    const charges: { id: string; gatewayId: string }[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await postCharge({
+        apiKey,
+        baseUrl: APP_URL,
+        key: randomUUID(),
+        body: chargeBody({ amount_cents: 1000, card_token: "tok_refund_slow_1500" }),
+      });
+      assert.equal(res.status, 201, res.text);
+      charges.push({ id: res.json.id as string, gatewayId: res.json.gateway_charge_id as string });
+    }
+    const ops = charges.flatMap((c) =>
+      [600, 400].map((amount_cents) => ({ key: randomUUID(), body: { charge: c.id, amount_cents } })),
+    );
+    const inFlight = ops.map((op) => postRefund({ apiKey, baseUrl: APP_URL, ...op }));
+    // Killed once every refund is at the gateway (recorded as it arrives, answered 1.5 s later).
+    await waitFor(
+      "every refund at the gateway",
+      async () => {
+        const made = await Promise.all(charges.map((c) => refundsOfCharge(gatewayPool, c.gatewayId)));
+        return made.every((m) => m.length === 2);
+      },
+      20_000,
+    );
+    await server.kill();
+    const first: ApiResponse[] = await Promise.all(inFlight);
+    for (const r of first) assert.ok([201, 503].includes(r.status), `${r.status} ${r.text}`);
+
+    await server.start();
+    await leasesEnded();
+    sweepOnce();
+    await new Promise((r) => setTimeout(r, 1_100));
+    sweepOnce();
+    const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
+    assert.equal(stuck.length, 0, "nothing left in progress");
+    const holds = await query<unknown[]>("SELECT idempotent_request_id FROM refund_holds");
+    assert.equal(holds.length, 0, "every hold released or turned into a refund");
+    const reconciled = await query<{ n: bigint }[]>(
+      "SELECT COUNT(*) AS n FROM idempotent_requests WHERE route = 'POST /api/refunds' AND finished_by = 'reconciled'",
+    );
+    const answered = first.filter((r) => r.status === 201).length;
+    assert.equal(Number(reconciled[0]!.n), ops.length - answered, "the sweeper recorded every refund cut off");
+
+    for (const op of ops) {
+      const retry = await postRefund({ apiKey, baseUrl: APP_URL, ...op });
+      assert.equal(retry.status, 201, retry.text);
+      assert.equal(retry.json.amount_cents, op.body.amount_cents);
+    }
+    for (const c of charges) {
+      const atGateway = await refundsOfCharge(gatewayPool, c.gatewayId);
+      const [row] = await query<{ refunded: number; held: number }[]>(
+        "SELECT amount_refunded_cents AS refunded, refund_held_cents AS held FROM charges WHERE id = ?",
+        [c.id],
+      );
+      assert.deepEqual(row, { refunded: 1000, held: 0 });
+      const local = await query<{ gateway_refund_id: string; amount_cents: number }[]>(
+        "SELECT gateway_refund_id, amount_cents FROM refunds WHERE charge_id = ? ORDER BY gateway_refund_id",
+        [c.id],
+      );
+      const gatewaySide = atGateway
+        .map((r) => ({ gateway_refund_id: r.id, amount_cents: r.amount }))
+        .sort((x, y) => x.gateway_refund_id.localeCompare(y.gateway_refund_id));
+      assert.deepEqual(local, gatewaySide, "one app refund per gateway refund, two each");
+    }
+    reconcileExitsZero();
   });
 
   test("a killed server can still be stopped (a failed test's after hook does exactly this)", async () => {

@@ -24,6 +24,14 @@ export const GATEWAY_BEHAVIOURS = {
    */
   late: "tok_late_2500",
   decline: "tok_declined",
+  /** Charged at once; its refunds answer after 1 s (slower than the client's shorter attempt timeouts). */
+  refund_slower_than_client: "tok_refund_slow_1000",
+  /** Charged at once; its refunds answer after GATEWAY_TIMEOUT_MS: the app gives up, the gateway refunds anyway. */
+  refund_slower_than_gateway_timeout: "tok_refund_slow_2200",
+  /** Charged at once; its refunds fail with a 500 and refund nothing. */
+  refund_error: "tok_refund_error",
+  /** Charged at once; its refunds refund, then fail with a 500: the money moved back and the app was not told. */
+  refund_then_error: "tok_refund_then_error",
 } as const;
 export type GatewayBehaviour = keyof typeof GATEWAY_BEHAVIOURS;
 
@@ -37,7 +45,26 @@ export type OperationKind =
   /** An earlier operation's key from the other API client: keys are global, so 422. */
   | "other_client"
   /** No key at all: one attempt, its own operation. */
-  | "keyless";
+  | "keyless"
+  /** A refund of an earlier fresh charge (`of`), under a new key, through the SDK's retry loop. */
+  | "refund"
+  /** An earlier refund operation (`of`: an index into the refunds) sent again, same key and body. */
+  | "refund_retry"
+  /** An earlier refund's key with another amount: 422, never a refund of its own. */
+  | "refund_other_body"
+  /** A refund without a key: one attempt. */
+  | "refund_keyless"
+  /** `count` refunds with different keys at once on one charge, each 40% of it: at most two may succeed. */
+  | "refund_race"
+  /**
+   * A refund sent while its charge's own operation is being retried: the charge id is learnt by settling the
+   * charge's key (GET /api/charges?idempotency_key=) and the refund goes out at the same moment as a retry of
+   * the charge (same key and body) on the other instance.
+   */
+  | "refund_during_charge_retry";
+
+/** How much a refund asks for: all that is left (no amount), part of the charge, or more than was charged. */
+export type RefundShare = "rest" | "half" | "tenth" | "over";
 
 export type PlannedOperation = {
   at: number;
@@ -50,6 +77,9 @@ export type PlannedOperation = {
   amountCents: number;
   attemptTimeoutMs: number;
   preferWaitSeconds: number;
+  refundShare: RefundShare;
+  /** For refund_race: how many refunds race. */
+  count: number;
 };
 
 export type FaultKind =
@@ -76,6 +106,11 @@ const behaviours = (withLate: boolean) =>
     "charge_then_error",
     "decline",
     ...(withLate ? (["late"] as const) : []),
+    // Charges made to be refunded under faults of the gateway's own (their charge succeeds at once).
+    "refund_slower_than_client",
+    "refund_slower_than_gateway_timeout",
+    "refund_error",
+    "refund_then_error",
   );
 
 const operation = (withLate: boolean) =>
@@ -91,6 +126,14 @@ const operation = (withLate: boolean) =>
       "other_client",
       "keyless",
       "keyless",
+      "refund",
+      "refund",
+      "refund",
+      "refund_retry",
+      "refund_other_body",
+      "refund_keyless",
+      "refund_race",
+      "refund_during_charge_retry",
     ),
     of: fc.nat(),
     behaviour: behaviours(withLate),
@@ -99,6 +142,8 @@ const operation = (withLate: boolean) =>
     amountCents: fc.integer({ min: 100, max: 99_999 }),
     attemptTimeoutMs: fc.constantFrom(700, 1_500, 3_000),
     preferWaitSeconds: fc.constantFrom(0, 0, 1, 2),
+    refundShare: fc.constantFrom<RefundShare>("rest", "half", "half", "tenth", "tenth", "over"),
+    count: fc.integer({ min: 3, max: 6 }),
   });
 
 const fault = fc.record({
@@ -136,16 +181,23 @@ export function makePlan(
     numRuns: 1,
   });
   let fresh = 0;
+  let refunds = 0;
   const operations = ops!.map((op, i): PlannedOperation => {
-    // The first operation has nothing to refer to, nor does anything before the first fresh one.
-    const kind = fresh === 0 && op.kind !== "keyless" ? "fresh" : op.kind;
-    const planned = {
-      ...op,
-      kind,
-      at: Math.round((i / rate) * 1000),
-      of: kind === "fresh" ? fresh : op.of % Math.max(1, fresh),
-    };
+    // The first operation has nothing to refer to, nor does anything before the first fresh one (or refund).
+    let kind = fresh === 0 && op.kind !== "keyless" ? "fresh" : op.kind;
+    if (refunds === 0 && (kind === "refund_retry" || kind === "refund_other_body")) kind = "refund";
+    // Refunds go mostly to recent charges, so that they meet their charge's retries and the same faults.
+    const of =
+      kind === "fresh"
+        ? fresh
+        : kind === "refund_retry" || kind === "refund_other_body"
+          ? refunds - 1 - (op.of % Math.min(refunds, 8))
+          : kind.startsWith("refund")
+            ? fresh - 1 - (op.of % Math.min(fresh, 12))
+            : op.of % Math.max(1, fresh);
+    const planned = { ...op, kind, at: Math.round((i / rate) * 1000), of };
     if (kind === "fresh") fresh += 1;
+    if (kind === "refund") refunds += 1;
     return planned;
   });
   const faults: PlannedFault[] = [];

@@ -6,19 +6,17 @@
 import * as mariadb from "mariadb";
 import { ChargeDeadlineError, ChargesClient } from "~/client";
 import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type PlannedOperation } from "./plan";
+import { RefundOperations, type RefundBody } from "./refunds";
 import type { FaultStack } from "./stack";
 
-export type Observation = {
+type Common = {
   index: number;
   kind: PlannedOperation["kind"];
   client: 0 | 1;
   key: string | null;
-  body: ChargeBody;
   /** The final answer, when there was one (else the deadline passed or the connection failed). */
   status?: number;
   code?: string;
-  chargeId?: string;
-  gatewayChargeId?: string;
   replayed?: boolean;
   problem?: string;
   /** When the client sent it and when it had its answer (or gave up), ms since the epoch. */
@@ -26,16 +24,46 @@ export type Observation = {
   doneAt?: number;
 };
 
+export type ChargeObservation = Common & {
+  route: "charges";
+  body: ChargeBody;
+  chargeId?: string;
+  gatewayChargeId?: string;
+};
+
+export type RefundObservation = Common & {
+  route: "refunds";
+  body: RefundBody;
+  refundId?: string;
+  /** The amount a 201 names. */
+  amountCents?: number;
+  /** A keyless refund's handle (502 refund_outcome_unknown). */
+  requestId?: string;
+};
+
+export type Observation = ChargeObservation | RefundObservation;
+
 /** While the header was required of a client (`require_header`): from after the switch committed to before it ended. */
 export type RequiredWindow = { client: 0 | 1; from: number; to: number };
 
-type ChargeBody = { amount_cents: number; currency: string; card_token: string; customer_id: string };
+export type ChargeBody = { amount_cents: number; currency: string; card_token: string; customer_id: string };
+
+/** A fresh charge operation, as refunds and retries find it. */
+export type FreshCharge = {
+  key: string;
+  body: ChargeBody;
+  client: 0 | 1;
+  instance: 0 | 1;
+  observation: ChargeObservation;
+  /** Settles when its client has its final answer (or gave up). */
+  done: Promise<void>;
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function executePlan(plan: Plan, stack: FaultStack, runId: string) {
   const started = Date.now();
-  const fresh: { key: string; body: ChargeBody; client: 0 | 1 }[] = [];
+  const fresh: FreshCharge[] = [];
   const observations: Observation[] = [];
   const faultsDone: Record<FaultKind, number> = {
     kill_app: 0,
@@ -58,28 +86,43 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     }
   })();
 
+  /** Starts one observed request; `sending` fills in its answer. */
+  const launch = <O extends Observation>(observation: O, sending: (o: O) => Promise<void>) => {
+    observations.push(observation);
+    const done = sending(observation)
+      .catch((e) => {
+        observation.problem = String(e);
+      })
+      .finally(() => {
+        observation.doneAt = Date.now();
+      });
+    inFlight.push(done);
+    return done;
+  };
+  const refunds = new RefundOperations(stack, runId, launch);
+
   for (const [index, op] of plan.operations.entries()) {
     await sleep(Math.max(0, started + op.at - Date.now()));
+    if (op.kind.startsWith("refund")) {
+      const target = fresh[op.of];
+      inFlight.push(refunds.start(op, index, target));
+      continue;
+    }
     let key: string | null;
     let body: ChargeBody;
     let client = op.client;
+    const newBody = () => ({
+      amount_cents: op.amountCents,
+      currency: "usd",
+      card_token: GATEWAY_BEHAVIOURS[op.behaviour],
+      customer_id: `cus_${runId}_${index}`,
+    });
     if (op.kind === "fresh") {
       key = `${runId}-${index}`;
-      body = {
-        amount_cents: op.amountCents,
-        currency: "usd",
-        card_token: GATEWAY_BEHAVIOURS[op.behaviour],
-        customer_id: `cus_${runId}_${index}`,
-      };
-      fresh.push({ key, body, client });
+      body = newBody();
     } else if (op.kind === "keyless") {
       key = null;
-      body = {
-        amount_cents: op.amountCents,
-        currency: "usd",
-        card_token: GATEWAY_BEHAVIOURS[op.behaviour],
-        customer_id: `cus_${runId}_${index}`,
-      };
+      body = newBody();
     } else {
       const original = fresh[op.of]!;
       key = original.key;
@@ -87,17 +130,17 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
         op.kind === "other_body" ? { ...original.body, amount_cents: original.body.amount_cents + 1 } : original.body;
       client = op.kind === "other_client" ? ((1 - original.client) as 0 | 1) : original.client;
     }
-    const observation: Observation = { index, kind: op.kind, client, key, body, sentAt: Date.now() };
-    observations.push(observation);
-    inFlight.push(
-      send(op, observation, stack)
-        .catch((e) => {
-          observation.problem = String(e);
-        })
-        .finally(() => {
-          observation.doneAt = Date.now();
-        }),
-    );
+    const observation: ChargeObservation = {
+      route: "charges",
+      index,
+      kind: op.kind,
+      client,
+      key,
+      body,
+      sentAt: Date.now(),
+    };
+    const done = launch(observation, (o) => send(op, o, stack));
+    if (op.kind === "fresh") fresh.push({ key: key!, body, client, observation, done, instance: op.instance });
   }
   await Promise.all(inFlight);
   await faultLoop;
@@ -106,8 +149,8 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
   return { observations, faultsDone, deadlocksForced, requiredWindows, durationMs: Date.now() - started };
 }
 
-/** One operation as its client sends it. */
-async function send(op: PlannedOperation, o: Observation, stack: FaultStack) {
+/** One charge operation as its client sends it. */
+export async function send(op: PlannedOperation, o: ChargeObservation, stack: FaultStack) {
   const baseUrl = stack.appUrls[op.instance]!;
   const apiKey = stack.apiKeys[o.client]!;
   if (o.key !== null && (op.kind === "fresh" || op.kind === "retry")) {

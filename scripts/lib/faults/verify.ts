@@ -7,7 +7,8 @@ import { db } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { keyToBytes, decodeRecord } from "~/server/idempotency";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
-import type { Observation, RequiredWindow } from "./run";
+import type { ChargeObservation, Observation, RefundObservation, RequiredWindow } from "./run";
+import { verifyRefunds } from "./verifyRefunds";
 
 async function allGatewayCharges(since: Date, until: Date): Promise<ListedGatewayCharge[]> {
   const charges: ListedGatewayCharge[] = [];
@@ -42,7 +43,7 @@ export async function verifyRun(observations: Observation[], since: Date, requir
   // Every answer a client saw agrees with the ledger.
   const clientIds = (await db.apiClient.findMany({ orderBy: { id: "asc" }, select: { id: true } })).map((c) => c.id);
   /** The gateway's charges for an observation's operation: keyed, its client's key; keyless, its own customer. */
-  const chargesOf = (o: Observation) =>
+  const chargesOf = (o: ChargeObservation) =>
     gatewayCharges.filter((c) =>
       o.key === null
         ? c.customerId === o.body.customer_id
@@ -50,6 +51,19 @@ export async function verifyRun(observations: Observation[], since: Date, requir
     );
   let insideWindows = 0;
   for (const o of observations) {
+    const refusable =
+      o.key === null && requiredWindows.some((w) => w.client === o.client && o.sentAt! >= w.from && o.doneAt! <= w.to);
+    if (refusable) insideWindows += 1;
+    if (o.route === "refunds") {
+      // A keyless refund sent and answered inside the window: refused whatever its body (the header's error comes
+      // before the body's and the charge's), never worked on. 503 or 500: the database was down.
+      const refused = o.status === 400 && o.code === "idempotency_key_required";
+      if (refusable && !refused && [201, 400, 402, 404, 409, 502].includes(o.status ?? 0))
+        violations.push(
+          `refund operation ${o.index} (keyless): sent while the header was required, answered ${o.status}`,
+        );
+      continue;
+    }
     const what = `operation ${o.index} (${o.kind}${o.key ? ` ${o.key}` : ""})`;
     if (o.status === 201) {
       const charge = o.chargeId ? await db.charge.findUnique({ where: { id: o.chargeId } }) : null;
@@ -66,9 +80,6 @@ export async function verifyRun(observations: Observation[], since: Date, requir
     }
     // A keyless request sent and answered (or given up on) while the header was required of its client: its mode
     // read saw "required", whatever reached the client, so nothing may be charged for it on either side.
-    const refusable =
-      o.key === null && requiredWindows.some((w) => w.client === o.client && o.sentAt! >= w.from && o.doneAt! <= w.to);
-    if (refusable) insideWindows += 1;
     if (refusable || (o.status === 400 && o.code === "idempotency_key_required")) {
       if (o.key !== null) violations.push(`${what}: a keyed request was told its key is required`);
       // 503 or 500 are fine (the database was down before its mode was known), a charge's answer is not.
@@ -97,5 +108,17 @@ export async function verifyRun(observations: Observation[], since: Date, requir
       }
     }
   }
-  return { violations, report, gatewayCharges: gatewayCharges.length, insideWindows };
+  const refunds = await verifyRefunds(
+    observations.filter((o): o is RefundObservation => o.route === "refunds"),
+    gatewayCharges,
+    { since, until },
+  );
+  violations.push(...refunds.violations);
+  return {
+    violations,
+    report,
+    gatewayCharges: gatewayCharges.length,
+    gatewayRefunds: refunds.gatewayRefunds,
+    insideWindows,
+  };
 }

@@ -5,6 +5,7 @@
 export { database, db, disconnectDatabase, poolUsage, type Db } from "./client";
 export {
   atomically,
+  compoundRows,
   execute,
   insertReturningId,
   insertThenRead,

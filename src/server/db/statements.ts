@@ -200,3 +200,15 @@ export async function atomically(statements: Statement[]): Promise<boolean> {
   const [[result]] = (await onOneConnection((c) => c.query(sql, values))) as [[{ committed: number | bigint }]];
   return Number(result.committed) === 1;
 }
+
+/**
+ * A compound statement (MariaDB's BEGIN NOT ATOMIC) that ends with one SELECT, in one round trip on one
+ * connection: its rows. For a short transaction that must read under a lock and decide in the server
+ * (refunds/holds.ts); like atomically, it must leave no transaction open (onOneConnection checks).
+ */
+export async function compoundRows<Row>({ sql, values }: Statement): Promise<Row[]> {
+  const [rows] = (await onOneConnection((c) =>
+    c.query({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values)),
+  )) as [Row[]];
+  return rows;
+}
