@@ -127,9 +127,10 @@ describe("safe to enforce", () => {
       const res = await postCharge({ apiKey: client.apiKey, key: uniqueKey("fresh"), body: chargeBody() });
       assert.equal(res.status, 201);
     }
+    // At least these 19: an earlier test file's last keyed counts may still be on their way from the app's memory.
     const s = await waitFor("the keyed requests to be counted", async () => {
       const s = await status();
-      return s.evidence.keyedInWindow === 19 && s;
+      return s.evidence.keyedInWindow >= 19 && s;
     });
     assert.deepEqual(s.blocking, [], "no keyless request: nobody blocks");
     assert.equal(s.safeToEnforce, false);
