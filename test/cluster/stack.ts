@@ -48,6 +48,7 @@ export async function startClusterStack() {
     NODE_ENV: "test",
     ...gatewayEnv(`http://127.0.0.1:${gatewayPort}`, { realStripeAllowed: false }),
     SESSION_SECRET: randomBytes(32).toString("hex"),
+    TOTP_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
     // The claim-conflict counter of each instance (GET /api/metrics) shows the claim itself retried 1213.
     METRICS_TOKEN: randomBytes(24).toString("hex"),
     ...TIMINGS,
