@@ -623,7 +623,7 @@ function residentSize() {
  */
 async function settle(): Promise<number> {
   const { runSweep } = await import("~/server/sweep/runSweep");
-  const { recordsInProgress } = await import("~/server/idempotency");
+  const { recordsInProgress } = await import("~/server/idempotency/reading");
   const { CHARGES_ROUTE } = await import("~/server/charges/chargeOperation");
   await sleep(TIMINGS.GATEWAY_TIMEOUT_MS + TIMINGS.LEASE_MARGIN_MS);
   const deadline = Date.now() + 180_000;

@@ -66,7 +66,7 @@ try {
   await stack.stopSweeper();
   const { runSweep } = await import("~/server/sweep/runSweep");
   const { disconnectDatabase } = await import("~/server/db");
-  const { recordsInProgress } = await import("~/server/idempotency");
+  const { recordsInProgress } = await import("~/server/idempotency/reading");
   await new Promise((r) =>
     setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500),
   );

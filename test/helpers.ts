@@ -9,7 +9,8 @@ import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
 import { deriveGatewayKey, gateway, type GatewayCharge } from "~/server/gateway";
-import { decodeRecord, keyToBytes, requestHash, type IdempotencyRecord, type PhaseName } from "~/server/idempotency";
+import { requestHash, type IdempotencyRecord } from "~/server/idempotency";
+import { decodeRecord, keyToBytes, type PhaseName } from "~/server/idempotency/reading";
 
 export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 

@@ -8,14 +8,8 @@ import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
 import { atomically, database, db, execute, insertThenRead, isDuplicateKeyError, type Statement } from "~/server/db";
 import { claimReadStatement, claimStatement, withdrawStatement } from "~/server/idempotency/lifecycle";
-import {
-  keyToBytes,
-  runIdempotent,
-  type Admission,
-  type IdempotentOutcome,
-  type PhaseName,
-  type WorkResult,
-} from "~/server/idempotency";
+import { runIdempotent, type Admission, type IdempotentOutcome, type WorkResult } from "~/server/idempotency";
+import { keyToBytes, type PhaseName } from "~/server/idempotency/reading";
 import * as records from "~/server/idempotency/records";
 import { keylessCountStatement } from "~/server/rollout/counters";
 import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
-import { keyToBytes, runIdempotent } from "~/server/idempotency";
+import { runIdempotent } from "~/server/idempotency";
+import { keyToBytes } from "~/server/idempotency/reading";
 import {
   APP_URL,
   assertError,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { keyToBytes } from "~/server/idempotency";
+import { keyToBytes } from "~/server/idempotency/reading";
 import { pruneBatchStatement, unfinishedStatement } from "~/server/idempotency/lifecycle";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";

@@ -5,7 +5,7 @@
  */
 import { db } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
-import { keyToBytes, decodeRecord } from "~/server/idempotency";
+import { keyToBytes, decodeRecord } from "~/server/idempotency/reading";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
 import type { ChargeObservation, Observation, RefundObservation, RequiredWindow } from "./run";
 import { verifyRefunds } from "./verifyRefunds";

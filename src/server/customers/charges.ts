@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
-import { decodeRecord, phaseDisplay } from "~/server/idempotency";
+import { decodeRecord, phaseDisplay } from "~/server/idempotency/reading";
 import { before, bounded, cond, COUNT_CAP, cursorOf, cursorSchema, where } from "~/server/requests/sql";
 import { openMismatchesOf } from "~/server/ledger/mismatches";
 import { classifyPair, evidenceDisplay } from "./evidence";

@@ -5,7 +5,7 @@
  * the pair because the records expire long before an incident is closed.
  */
 import { db } from "~/server/db";
-import { keyFromBytes } from "~/server/idempotency";
+import { keyFromBytes } from "~/server/idempotency/reading";
 import { parseFields } from "~/server/requests/fieldDiff";
 import { classifyPair, type DuplicateEvidence, type RequestEvidence } from "./evidence";
 

@@ -1,49 +1,15 @@
 /**
- * Idempotency: the protocol (runIdempotent), recovery of records nobody
- * finishes (finishUnfinished), and the record lifecycle everything else reads
- * records through. Storage (records.ts) and the in-process answers (memory.ts)
- * stay private to this folder.
+ * Idempotency, the protocol: what every money route uses, the same way (src/server/operations). Run a request
+ * under its key (runIdempotent: claim, replay, 409, 422, work under the claim, completion with the money rows),
+ * settle what a client asks about (findOperation), finish what nobody is finishing (findUnfinished,
+ * finishUnfinished), and the types of a claim and of what work comes to. What the dashboard, the ledger and the
+ * sweeper read of records and their events is `./reading`; storage (records.ts) and the in-process answers
+ * (memory.ts) stay private to this folder.
  */
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
-export {
-  answersWithoutTheirRow,
-  countInProgress,
-  countRecords,
-  findOperation,
-  findRecord,
-  listRecords,
-  pruneExpiredBatch,
-  recordsInProgress,
-  recordsWithKeyPrefix,
-  type ListedRecord,
-  type OperationState,
-} from "./queries";
-export {
-  eventCounts,
-  eventsOf,
-  flushEvents,
-  noteAnswered,
-  pruneEvents,
-  type EventKind,
-  type TimelineEvent,
-} from "./events";
-export {
-  decodeRecord,
-  displayKey,
-  ImpossibleRecordError,
-  keyFromBytes,
-  keyToBytes,
-  phaseDisplay,
-  phaseWhere,
-  PHASE_DISPLAY,
-  type FinishedBy,
-  type IdempotencyRecord,
-  type Phase,
-  type PhaseDisplayKey,
-  type PhaseFilter,
-  type PhaseName,
-  type RecordFilter,
-} from "./lifecycle";
-export { canonicalJson, requestHash } from "./canonicalHash";
+export { findOperation, type OperationState } from "./queries";
+export { noteAnswered } from "./events";
+export { requestHash } from "./canonicalHash";
+export type { FinishedBy, IdempotencyRecord } from "./lifecycle";
 export type { Admission, ClaimInput, HeldClaim, IdempotentOutcome, StoredResponse, WorkResult } from "./types";

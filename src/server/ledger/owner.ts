@@ -1,5 +1,6 @@
 import { deriveGatewayKey } from "~/server/gateway";
-import { findRecord, type IdempotencyRecord } from "~/server/idempotency";
+import type { IdempotencyRecord } from "~/server/idempotency";
+import { findRecord } from "~/server/idempotency/reading";
 import { parseRecordId } from "~/lib/recordId";
 
 /**

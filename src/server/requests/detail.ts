@@ -15,7 +15,7 @@ import {
   keyToBytes,
   type EventKind,
   type TimelineEvent,
-} from "~/server/idempotency";
+} from "~/server/idempotency/reading";
 import { openMismatchesOf } from "~/server/ledger/mismatches";
 import { diffFields, parseFields } from "./fieldDiff";
 import { summarise } from "./log";

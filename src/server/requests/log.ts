@@ -15,7 +15,7 @@ import {
   phaseDisplay,
   type ListedRecord,
   type PhaseFilter,
-} from "~/server/idempotency";
+} from "~/server/idempotency/reading";
 import { bounded, COUNT_CAP, cursorOf, cursorSchema, parseCursor } from "./sql";
 
 /** The routes the API has: the route filter's choices, without reading 5M rows to find them. */

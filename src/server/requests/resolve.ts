@@ -5,7 +5,7 @@
  * row is asked at once; one match opens its page, several are offered.
  */
 import { db } from "~/server/db";
-import { keyToBytes } from "~/server/idempotency";
+import { keyToBytes } from "~/server/idempotency/reading";
 
 type Resolver = {
   kind: string;

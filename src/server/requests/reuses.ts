@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { db } from "~/server/db";
-import { keyFromBytes, keyToBytes } from "~/server/idempotency";
+import { keyFromBytes, keyToBytes } from "~/server/idempotency/reading";
 import { before, bounded, cond, COUNT_CAP, cursorOf, cursorSchema, where } from "./sql";
 
 export const reuseListInput = z.object({

@@ -1,6 +1,6 @@
 import { env } from "~/env";
 import { execute } from "~/server/db";
-import { pruneExpiredBatch } from "~/server/idempotency";
+import { pruneExpiredBatch } from "~/server/idempotency/reading";
 
 /** Key-reuse attempts, sweep and reconciliation runs are dashboard history; kept longer than keys. */
 const HISTORY_RETENTION_DAYS = 30;

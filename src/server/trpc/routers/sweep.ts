@@ -1,5 +1,5 @@
 import { env } from "~/env";
-import { countInProgress } from "~/server/idempotency";
+import { countInProgress } from "~/server/idempotency/reading";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 export const sweepRouter = createTRPCRouter({
