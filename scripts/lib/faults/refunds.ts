@@ -9,6 +9,7 @@
 import { ChargesClient, OperationDeadlineError } from "~/client";
 import type { PlannedOperation } from "./plan";
 import { type ChargeObservation, type FreshCharge, type Observation, type RefundObservation, send } from "./run";
+import { postOnce } from "./postOnce";
 import type { FaultStack } from "./stack";
 
 export type RefundBody = {
@@ -184,33 +185,26 @@ export class RefundOperations {
 
   /** One attempt, no retry: a keyless refund, or another body under a used key. */
   private async once(op: PlannedOperation, instance: 0 | 1, o: RefundObservation) {
-    try {
-      const res = await fetch(new URL("/api/refunds", this.stack.appUrls[instance]), {
-        method: "POST",
-        headers: {
-          Authorization: `Bearer ${this.stack.apiKeys[o.client]}`,
-          "Content-Type": "application/json",
-          ...(o.key === null ? {} : { "Idempotency-Key": o.key }),
-        },
-        body: JSON.stringify(o.body),
-        signal: AbortSignal.timeout(op.attemptTimeoutMs),
-      });
-      const json = (await res.json().catch(() => undefined)) as
-        | { id?: string; amount_cents?: number; error?: { code?: string; request_id?: string } }
-        | undefined;
-      // A status whose body the timeout cut off is no answer: the client cannot tell what it says.
-      if (json === undefined) {
-        o.problem = "body lost";
-        return;
-      }
-      o.status = res.status;
-      o.replayed = res.headers.get("idempotent-replay") === "true";
-      o.code = json.error?.code;
-      o.refundId = json.id;
-      o.amountCents = json.amount_cents;
-      o.requestId = json.error?.request_id;
-    } catch (error) {
-      o.problem = (error as Error).name;
+    const answer = await postOnce<{
+      id?: string;
+      amount_cents?: number;
+      error?: { code?: string; request_id?: string };
+    }>(new URL("/api/refunds", this.stack.appUrls[instance]), {
+      apiKey: this.stack.apiKeys[o.client]!,
+      key: o.key,
+      body: o.body,
+      timeoutMs: op.attemptTimeoutMs,
+    });
+    if ("problem" in answer) {
+      o.problem = answer.problem;
+      return;
     }
+    const { json } = answer;
+    o.status = answer.status;
+    o.replayed = answer.replayed;
+    o.code = json.error?.code;
+    o.refundId = json.id;
+    o.amountCents = json.amount_cents;
+    o.requestId = json.error?.request_id;
   }
 }

@@ -7,6 +7,7 @@ import * as mariadb from "mariadb";
 import { ChargeDeadlineError, ChargesClient } from "~/client";
 import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type PlannedOperation } from "./plan";
 import { RefundOperations, type RefundBody } from "./refunds";
+import { postOnce } from "./postOnce";
 import type { FaultStack } from "./stack";
 
 type Common = {
@@ -178,33 +179,21 @@ export async function send(op: PlannedOperation, o: ChargeObservation, stack: Fa
     return;
   }
   // A reuse of another operation's key, or a keyless request: one attempt, no retry.
-  try {
-    const res = await fetch(new URL("/api/charges", baseUrl), {
-      method: "POST",
-      headers: {
-        Authorization: `Bearer ${apiKey}`,
-        "Content-Type": "application/json",
-        ...(o.key === null ? {} : { "Idempotency-Key": o.key }),
-      },
-      body: JSON.stringify(o.body),
-      signal: AbortSignal.timeout(op.attemptTimeoutMs),
-    });
-    const json = (await res.json().catch(() => undefined)) as
-      | { id?: string; gateway_charge_id?: string; error?: { code?: string; charge?: string } }
-      | undefined;
-    // A status whose body the timeout cut off is no answer: the client cannot tell what it says.
-    if (json === undefined) {
-      o.problem = "body lost";
-      return;
-    }
-    o.status = res.status;
-    o.replayed = res.headers.get("idempotent-replay") === "true";
-    o.code = json.error?.code;
-    o.chargeId = json.id ?? json.error?.charge;
-    o.gatewayChargeId = json.gateway_charge_id;
-  } catch (error) {
-    o.problem = (error as Error).name;
+  const answer = await postOnce<{
+    id?: string;
+    gateway_charge_id?: string;
+    error?: { code?: string; charge?: string };
+  }>(new URL("/api/charges", baseUrl), { apiKey, key: o.key, body: o.body, timeoutMs: op.attemptTimeoutMs });
+  if ("problem" in answer) {
+    o.problem = answer.problem;
+    return;
   }
+  const { json } = answer;
+  o.status = answer.status;
+  o.replayed = answer.replayed;
+  o.code = json.error?.code;
+  o.chargeId = json.id ?? json.error?.charge;
+  o.gatewayChargeId = json.gateway_charge_id;
 }
 
 async function onPrivateDatabase(stack: FaultStack, sql: string) {
