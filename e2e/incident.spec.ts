@@ -221,6 +221,7 @@ test("on a 390 px phone the lists are cards: key, amount, status and time read w
   await charge(request, { customer, key });
   await charge(request, { customer });
   await charge(request, { customer });
+  await new Promise((r) => setTimeout(r, 6_000)); // past the duplicate scan's settle time
   sweepOnce();
   await login(page, "support");
   await page.setViewportSize({ width: 390, height: 844 });
