@@ -188,9 +188,11 @@ describe("ledger reconciliation", () => {
       assert.ok(
         found.findings.some((f) => f.kind === "amount_or_currency_mismatch" && f.chargeId === alteredCharge!.id),
       );
+      // Either of the two is "the second": they were made at once, and Stripe's `created` is whole seconds.
       assert.ok(
         found.findings.some(
-          (f) => f.kind === "several_gateway_charges_for_one_operation" && f.gatewayChargeId === twice[1]!.id,
+          (f) =>
+            f.kind === "several_gateway_charges_for_one_operation" && twice.some((c) => c.id === f.gatewayChargeId),
         ),
       );
 
