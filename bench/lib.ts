@@ -319,6 +319,18 @@ export function table(title: string, rows: Record<string, string | number>[]) {
 
 export const fmt = (n: number, digits = 1) => Number(n.toFixed(digits));
 
+/** One interleaved run as a row of the tables the benchmarks print. */
+export const interleavedRow = (run: string, x: Interleaved) => ({
+  run,
+  "req/s": fmt(x.rps),
+  "p50 ms": x.p50,
+  "p99 ms": x.p99,
+  failures: x.failures,
+  "app CPU ms / request": fmt(x.cpuMsPerRequest ?? 0, 2),
+  "MariaDB CPU ms / request": fmt(x.databaseCpuMsPerRequest, 2),
+  "req/s per slice": x.slices.map((s) => fmt(s, 0)).join(" "),
+});
+
 /** A progress line for long seeding, rewritten in place: "records 1 250 000 / 5 000 000 (25 %), 38 s". */
 export function progress(what: string, total: number) {
   const started = performance.now();

@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type autocannon from "autocannon";
-import { chargeRequest, fmt, interleaved, startBenchStack, table, type Interleaved } from "./lib";
+import { chargeRequest, fmt, interleaved, interleavedRow, startBenchStack, table, type Interleaved } from "./lib";
 
 /**
  * Charges to refund a cent at a time, taken in turn: 20 connections then rarely wait for the same charge's row
@@ -68,24 +68,14 @@ try {
     keyless: { url: stack.url, requests: [chargeRequest(stack.apiKey)], pid: stack.pid },
     refund: { url: stack.url, requests: [refundRequest(stack.apiKey, toRefund)], pid: stack.pid },
   });
-  const row = (run: string, x: Interleaved) => ({
-    run,
-    "req/s": fmt(x.rps),
-    "p50 ms": x.p50,
-    "p99 ms": x.p99,
-    failures: x.failures,
-    "app CPU ms / request": fmt(x.cpuMsPerRequest ?? 0, 2),
-    "MariaDB CPU ms / request": fmt(x.databaseCpuMsPerRequest, 2),
-    "req/s per slice": x.slices.map((s) => fmt(s, 0)).join(" "),
-  });
   table("POST /api/charges, 20 connections, 8 s warm-up each, then 6 slices of 3 s each, interleaved, tok_visa", [
-    row("idempotency layer off (benchmark-only switch)", r.off),
-    row("layer off + a bare claim INSERT and its UPDATE: the protocol's floor", r.floor),
-    row("keyed (fresh key per request)", r.keyed),
-    row("keyless (counted, recorded)", r.keyless),
+    interleavedRow("idempotency layer off (benchmark-only switch)", r.off),
+    interleavedRow("layer off + a bare claim INSERT and its UPDATE: the protocol's floor", r.floor),
+    interleavedRow("keyed (fresh key per request)", r.keyed),
+    interleavedRow("keyless (counted, recorded)", r.keyless),
   ]);
   table("POST /api/refunds in the same rounds: 1 cent of one of 200 charges in turn, tok_visa", [
-    row("keyed refund (fresh key per request)", r.refund),
+    interleavedRow("keyed refund (fresh key per request)", r.refund),
   ]);
   const ratio = (name: string, x: Interleaved, y: Interleaved, target: number | string) => ({
     ratio: name,

@@ -31,7 +31,16 @@ import { DIE_AFTER_GATEWAY_PREFIX } from "~/server/gateway/benchmarkDeath";
 import { slotPort } from "../scripts/lib/config";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { startApp, stopChild, type Service } from "../scripts/lib/processes";
-import { BENCH_PORTS, chargeRequest, fmt, interleaved, processTree, startBenchStack, table } from "./lib";
+import {
+  BENCH_PORTS,
+  chargeRequest,
+  fmt,
+  interleaved,
+  interleavedRow,
+  processTree,
+  startBenchStack,
+  table,
+} from "./lib";
 import {
   addCounts,
   faultChecks,
@@ -162,16 +171,7 @@ async function speed() {
   });
   table(
     "POST /api/charges, 20 connections, 8 s warm-up each, then 6 slices of 3 s each, interleaved, tok_visa",
-    Object.entries(r).map(([run, x]) => ({
-      run,
-      "req/s": fmt(x.rps),
-      "p50 ms": x.p50,
-      "p99 ms": x.p99,
-      failures: x.failures,
-      "app CPU ms / request": fmt(x.cpuMsPerRequest ?? 0, 2),
-      "MariaDB CPU ms / request": fmt(x.databaseCpuMsPerRequest, 2),
-      "req/s per slice": x.slices.map((s) => fmt(s, 0)).join(" "),
-    })),
+    Object.entries(r).map(([run, x]) => interleavedRow(run, x)),
   );
   const ours = { fresh: r["charges fresh"].rps, replay: r["charges replay"].rps };
   const peers = {
