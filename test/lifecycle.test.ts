@@ -7,10 +7,17 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FinishedBy } from "~/generated/prisma/client";
 import { atomically, database, db, execute, insertThenRead, isDuplicateKeyError, type Statement } from "~/server/db";
-import { claimReadStatement, claimStatement, withdrawStatement } from "~/server/idempotency/lifecycle";
-import { runIdempotent, type Admission, type IdempotentOutcome, type WorkResult } from "~/server/idempotency";
+import {
+  runIdempotent,
+  type Admission,
+  type IdempotencyRecord,
+  type IdempotentOutcome,
+  type WorkResult,
+} from "~/server/idempotency";
 import { keyToBytes, type PhaseName } from "~/server/idempotency/reading";
+import { findById } from "~/server/idempotency/queries";
 import * as records from "~/server/idempotency/records";
+import { claimReadStatement, claimStatement, withdrawStatement } from "~/server/idempotency/records";
 import { keylessCountStatement } from "~/server/rollout/counters";
 import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";
 
@@ -128,6 +135,80 @@ describe("every phase x every kind of request (the decision table)", () => {
   }
 });
 
+describe("each transition leaves the record its records.ts function says (the pure view beside its SQL)", () => {
+  /**
+   * The process's view of a record it just moved, against the row re-read. Times in the view are measured from
+   * before the statement was sent, so they are never later than the database's (a lease it works to ends no
+   * later than the one others judge), and at most a moment earlier.
+   */
+  function assertLeft(view: IdempotencyRecord, reread: IdempotencyRecord | null) {
+    assert.ok(reread, "the row exists");
+    const { phase: viewPhase, lastAttemptAt, createdAt, updatedAt, expiresAt, ...ids } = view;
+    const { phase: rowPhase, ...rowRest } = reread;
+    for (const [name, value] of Object.entries(ids)) {
+      assert.deepEqual(rowRest[name as keyof typeof rowRest], value, name);
+    }
+    assert.equal(rowPhase.name, viewPhase.name, "phase");
+    const close = (name: string, mine: Date, theirs: Date) => {
+      const ahead = theirs.getTime() - mine.getTime();
+      assert.ok(ahead >= 0 && ahead < 2_000, `${name}: the row's ${theirs.toISOString()}, mine ${mine.toISOString()}`);
+    };
+    if ("leaseExpiresAt" in viewPhase && "leaseExpiresAt" in rowPhase) {
+      close("lease", viewPhase.leaseExpiresAt, rowPhase.leaseExpiresAt);
+    }
+    if (viewPhase.name === "complete" && rowPhase.name === "complete") {
+      assert.equal(rowPhase.finishedBy, viewPhase.finishedBy);
+      assert.deepEqual(rowPhase.response, viewPhase.response);
+    }
+    close("lastAttemptAt", lastAttemptAt, reread.lastAttemptAt);
+    close("createdAt", createdAt, reread.createdAt);
+    close("updatedAt", updatedAt, reread.updatedAt);
+    close("expiresAt", expiresAt, reread.expiresAt);
+  }
+
+  const claimInput = (key: string) => ({
+    idempotencyKey: key,
+    route: ROUTE,
+    apiClientId: clientId,
+    requestHash: "d".repeat(64),
+  });
+
+  test("claim, renew, release, take (retry), complete", async () => {
+    const claimed = await records.claim(claimInput(uniqueKey("after")), new Date());
+    assert.ok("claimed" in claimed);
+    assertLeft(claimed.claimed, await findById(claimed.claimed.id));
+
+    const renewed = await records.renew(claimed.claimed, new Date());
+    assert.ok(renewed);
+    assertLeft(renewed, await findById(renewed.id));
+
+    await records.release(renewed, "outcome unknown");
+    const released = (await findById(renewed.id))!;
+    assert.equal(released.phase.name, "released");
+
+    const taken = await records.take(released, new Date(), "retry");
+    assert.ok(taken);
+    assertLeft(taken, await findById(taken.id));
+    assert.equal(taken.attempt, 2);
+
+    const response = { status: 201, body: '{"after":true}', requestId: "req_after" };
+    const completed = await records.complete(taken, response, [], "request");
+    assert.ok(completed);
+    assertLeft(completed, await findById(completed.id));
+  });
+
+  test("take by recovery leaves the attempt time where it was", async () => {
+    const claimed = await records.claim(claimInput(uniqueKey("after-recovery")), new Date(Date.now() - 5_000));
+    assert.ok("claimed" in claimed);
+    await records.release(claimed.claimed, "outcome unknown");
+    const released = (await findById(claimed.claimed.id))!;
+    const taken = await records.take(released, new Date(), "recovery");
+    assert.ok(taken);
+    assert.equal(taken.lastAttemptAt.getTime(), released.lastAttemptAt.getTime());
+    assertLeft(taken, await findById(taken.id));
+  });
+});
+
 describe("fencing tokens", () => {
   test("a stalled holder cannot complete, release or renew once a retry took its claim over", async () => {
     const key = uniqueKey("fence");
@@ -139,7 +220,7 @@ describe("fencing tokens", () => {
     assert.equal(retry.kind, "fresh");
 
     // The old holder wakes up and tries to store its own answer under attempt 1.
-    assert.equal(await records.complete(stalled, { status: 201, body: "stale" }, [], "request"), false);
+    assert.equal(await records.complete(stalled, { status: 201, body: "stale" }, [], "request"), null);
     await records.release(stalled, "outcome unknown");
     assert.equal(await records.renew(stalled, new Date()), null);
     const after = (await recordOf(key, ROUTE))!;
@@ -169,7 +250,7 @@ describe("fencing tokens", () => {
     );
     assert.equal(runs, 1, "the work ran once");
     assert.equal(outcome.kind, "unknown_outcome", "its outcome is the sweeper's to find: the client gets a handle");
-    const taken = outcome.kind === "unknown_outcome" && (await records.findById(outcome.requestId));
+    const taken = outcome.kind === "unknown_outcome" && (await findById(outcome.requestId));
     assert.ok(taken && taken.attempt === 2 && taken.idempotencyKey === null, "the handle names the taken record");
   });
 
@@ -182,7 +263,7 @@ describe("fencing tokens", () => {
       async () => ({ kind: "complete", response: STORED, writes: [failingWrite] }),
     );
     assert.equal(outcome.kind, "unknown_outcome");
-    const record = outcome.kind === "unknown_outcome" && (await records.findById(outcome.requestId));
+    const record = outcome.kind === "unknown_outcome" && (await findById(outcome.requestId));
     assert.ok(record && record.phase.name === "released", "released for the sweeper, which asks the gateway");
   });
 
@@ -344,7 +425,7 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     const refusal = keylessCountStatement(clientId, ROUTE, refusalHour, { refused: true });
     assert.equal(await atomically([withdrawStatement(taken), refusal]), false);
     assert.equal(await refusedCount(), countBefore, "counted when the sweeper finishes the record, not here");
-    assert.equal((await records.findById(taken.id))?.attempt, 2, "the record is its taker's");
+    assert.equal((await findById(taken.id))?.attempt, 2, "the record is its taker's");
   });
 
   test("after a successful INSERT a failed read leaves the row its caller's (rows: null)", async () => {

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { keyToBytes } from "~/server/idempotency/reading";
-import { pruneBatchStatement, unfinishedStatement } from "~/server/idempotency/lifecycle";
+import { unfinishedStatement } from "~/server/idempotency/queries";
+import { pruneBatchStatement } from "~/server/idempotency/records";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { runSweep } from "~/server/sweep/runSweep";

@@ -33,7 +33,7 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   refunds: READ_ADD,
   // An in-flight refund's hold, deleted when its operation ends (src/server/refunds/holds.ts).
   refund_holds: ["SELECT", "INSERT", "DELETE"],
-  // The lifecycle's claims, transitions, take-overs and pruning (src/server/idempotency/lifecycle.ts).
+  // The lifecycle's claims, transitions, take-overs and pruning (src/server/idempotency/records.ts).
   idempotent_requests: ALL,
   // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts).
   idempotency_key_reuses: ["SELECT", "INSERT", "DELETE"],

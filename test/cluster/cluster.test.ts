@@ -16,16 +16,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Server code, imported once the stack has pointed this process's environment at the cluster. */
 async function serverModules() {
-  const [{ db, disconnectDatabase }, { runSweep }, ledger, { createApiClient }, lifecycle, gatewayInspect] =
+  const [{ db, disconnectDatabase }, { runSweep }, ledger, { createApiClient }, records, gatewayInspect] =
     await Promise.all([
       import("~/server/db"),
       import("~/server/sweep/runSweep"),
       import("~/server/ledger/invariants"),
       import("~/server/auth/apiClients"),
-      import("~/server/idempotency/lifecycle"),
+      import("~/server/idempotency/records"),
       import("~/gateway-sim/inspect"),
     ]);
-  return { db, disconnectDatabase, runSweep, ledger, createApiClient, lifecycle, gatewayInspect };
+  return { db, disconnectDatabase, runSweep, ledger, createApiClient, records, gatewayInspect };
 }
 
 before(async () => {
@@ -150,7 +150,7 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
       requestHash: "0".repeat(64),
     };
     const timing = { leaseMs: 60_000, ttlMs: 3_600_000 };
-    const { sql, values } = server.lifecycle.claimStatement(claim, timing);
+    const { sql, values } = server.records.claimStatement(claim, timing);
     const asUtc = values.map((v) => (v instanceof Date ? v.toISOString().slice(0, 23).replace("T", " ") : v));
     const [node0, node1] = [
       await stack.cluster.nodes[0]!.connect("charges_cluster"),

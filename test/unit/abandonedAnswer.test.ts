@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { abandonedBody, traceOfAbandoned } from "~/server/http/abandonedAnswer";
 import { errorBody } from "~/server/http/apiError";
-import { PHASE_DISPLAY, phaseDisplay } from "~/server/idempotency/lifecycle";
+import { PHASE_DISPLAY, phaseDisplay } from "~/server/requests/phaseDisplay";
 
 const abandonedPhase = (body: string) =>
   ({ name: "complete", finishedBy: "abandoned", response: { status: 500, body } }) as const;

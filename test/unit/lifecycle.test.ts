@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import {
-  ImpossibleRecordError,
-  phaseDisplay,
-  phaseOf,
-  TRANSITIONS,
-  type RecordRow,
-} from "~/server/idempotency/lifecycle";
+import { ImpossibleRecordError, phaseOf, TRANSITIONS, type RecordRow } from "~/server/idempotency/lifecycle";
+import { phaseDisplay } from "~/server/requests/phaseDisplay";
 
 const now = new Date("2026-12-03T12:00:00Z");
 const row = (over: Partial<RecordRow>): RecordRow => ({

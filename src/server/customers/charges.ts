@@ -7,7 +7,8 @@
 import { z } from "zod";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
-import { decodeRecord, phaseDisplay } from "~/server/idempotency/reading";
+import { decodeRecord } from "~/server/idempotency/reading";
+import { phaseDisplay } from "~/server/requests/phaseDisplay";
 import { before, bounded, cond, COUNT_CAP, cursorOf, cursorSchema, where } from "~/server/requests/sql";
 import { openMismatchesOf } from "~/server/ledger/mismatches";
 import { classifyPair, evidenceDisplay } from "./evidence";

@@ -138,7 +138,7 @@ function inOneWrite<T>(connection: PoolConnection, issue: () => T): T {
  * INSERT decides who owns it, and when it fails on the unique index the SELECT
  * has already read the record that won, with no second round trip (its
  * `ROW_COUNT() < 1` keeps a fresh claim from reading its own row back:
- * lifecycle.ts, claimReadStatement). A keyless claim reads the rollout mode
+ * records.ts, claimReadStatement). A keyless claim reads the rollout mode
  * this way (records.claimKeyless). After a successful INSERT, `rows` is null
  * if the read failed: the row is the caller's either way.
  */

@@ -1,27 +1,70 @@
-import { db, driverErrorCode } from "~/server/db";
+/**
+ * The protocol's reads of records: by key (the replay path), by id, the unfinished ones (the sweeper's), what a
+ * client may learn of its own operation, and what is still in progress (the ledger's). Each decoded by the
+ * lifecycle; none decides ownership, which only the claim's INSERT or a fenced take can win (records.ts).
+ */
+import { db, queryRows, type Statement } from "~/server/db";
+import { log } from "~/server/observability/log";
+import { DB_NOW, micros } from "./dbClock";
 import {
-  answersWithoutTheirRowStatement,
   decodeRecord,
+  ImpossibleRecordError,
   isExpired,
-  keyPrefixStatement,
-  phaseWhere,
-  recordCountStatement,
-  recordListStatement,
+  RECORD_COLUMNS,
   type IdempotencyRecord,
-  type RecordFilter,
   type RecordRow,
+  type StoredResponse,
 } from "./lifecycle";
-import * as records from "./records";
-import type { StoredResponse } from "./types";
 
-/** One batch of expired complete records deleted (the pruner paces the batches); how many. */
-export function pruneExpiredBatch(batchSize: number): Promise<number> {
-  return records.pruneBatch(batchSize);
+/** The record of a key on a route (the unique index). What it finds decides the answer (runIdempotent.answerFor). */
+export function byKeyStatement(idempotencyKey: string, route: string): Statement {
+  return {
+    sql: `SELECT ${RECORD_COLUMNS} FROM idempotent_requests WHERE idempotency_key = ? AND route = ?`,
+    values: [Buffer.from(idempotencyKey, "latin1"), route],
+  };
 }
 
-/** A record by id, decoded (the ledger and the dashboard read records this way). */
-export function findRecord(id: bigint): Promise<IdempotencyRecord | null> {
-  return records.findById(id);
+/** The record of a key on a route, read through the driver in one round trip (the replay path). */
+export async function findByKey(idempotencyKey: string, route: string, now: Date): Promise<IdempotencyRecord | null> {
+  const [row] = await queryRows<RecordRow>(byKeyStatement(idempotencyKey, route));
+  return row ? decodeRecord(row, now) : null;
+}
+
+/** A record by id, decoded (the ledger and the dashboard read records this way too). */
+export async function findById(id: bigint, now = new Date()): Promise<IdempotencyRecord | null> {
+  const row = await db.idempotentRequest.findUnique({ where: { id } });
+  return row ? decodeRecord(row, now) : null;
+}
+
+/**
+ * The records nobody is finishing, oldest first: in progress, untouched for `idleMs`, and not under a live lease
+ * (released, or their holder's lease ran out). Walks (state, updated_at).
+ */
+export function unfinishedStatement(idleMs: number, limit: number): Statement {
+  return {
+    sql: `SELECT ${RECORD_COLUMNS} FROM idempotent_requests
+           WHERE state = 'in_progress' AND updated_at < DATE_SUB(${DB_NOW}, INTERVAL ? MICROSECOND)
+             AND (lease_expires_at IS NULL OR lease_expires_at <= ${DB_NOW})
+           ORDER BY updated_at LIMIT ?`,
+    values: [micros(idleMs), limit],
+  };
+}
+
+export async function findUnfinished(now: Date, idleMs: number, limit: number): Promise<IdempotencyRecord[]> {
+  const { sql, values } = unfinishedStatement(idleMs, limit);
+  const rows = await db.$queryRawUnsafe<RecordRow[]>(sql, ...values);
+  const records: IdempotencyRecord[] = [];
+  for (const row of rows) {
+    try {
+      records.push(decodeRecord({ ...row, attempt: Number(row.attempt) }, now));
+    } catch (error) {
+      // A row no transition could have produced (a hand edit, a bad restore) is for people to look at; it
+      // must not stop the sweeper from finishing every other record behind it in the batch.
+      if (!(error instanceof ImpossibleRecordError)) throw error;
+      log.error({ err: error, requestId: String(row.id) }, "sweep: skipping a record in an impossible state");
+    }
+  }
+  return records;
 }
 
 /** What a client can learn about its own operation without resending it. */
@@ -40,8 +83,8 @@ export async function findOperation(
   const now = new Date();
   const record =
     "requestId" in operation
-      ? await records.findById(operation.requestId, now)
-      : await records.findByKey(operation.idempotencyKey, operation.route, now);
+      ? await findById(operation.requestId, now)
+      : await findByKey(operation.idempotencyKey, operation.route, now);
   const theirs = record && record.apiClientId === operation.apiClientId && record.route === operation.route;
   if (!record || !theirs || isExpired(record, now)) return { kind: "unknown" };
   switch (record.phase.name) {
@@ -55,16 +98,12 @@ export async function findOperation(
   }
 }
 
-/** Complete records of `route` answered 201 since `since` whose answer names no row of theirs in `table` (ids). */
-export async function answersWithoutTheirRow(route: string, table: "charges" | "refunds", since: Date) {
-  const { sql, values } = answersWithoutTheirRowStatement(route, table, since);
-  return (await db.$queryRawUnsafe<{ id: bigint }[]>(sql, ...values)).map((r) => r.id);
-}
+const inProgress = { state: "in_progress" as const };
 
 /** Records of `route` (every route when omitted) still in progress: at most `limit` ids. */
 export async function recordsInProgress(route?: string, limit = 1000): Promise<bigint[]> {
   const rows = await db.idempotentRequest.findMany({
-    where: { ...phaseWhere.in_progress, ...(route ? { route } : {}) },
+    where: { ...inProgress, ...(route ? { route } : {}) },
     select: { id: true },
     take: limit,
   });
@@ -73,58 +112,5 @@ export async function recordsInProgress(route?: string, limit = 1000): Promise<b
 
 /** How many records are in progress (the dashboard's sweep status). */
 export function countInProgress(): Promise<number> {
-  return db.idempotentRequest.count({ where: phaseWhere.in_progress });
-}
-
-/** A record as the dashboard lists it: decoded, with the customer its request named. */
-export type ListedRecord = IdempotencyRecord & { customerId: string | null };
-
-type ListedRow = RecordRow & { customerId: string | null };
-const listed = (rows: ListedRow[], now: Date): ListedRecord[] =>
-  rows.map((row) => ({ ...decodeRecord({ ...row, attempt: Number(row.attempt) }, now), customerId: row.customerId }));
-
-/** The dashboard's request log: a page of records, newest first (see lifecycle.recordListStatement). */
-export async function listRecords(
-  filter: RecordFilter,
-  page: { before?: { createdAt: Date; id: bigint } | null; limit: number },
-  now = new Date(),
-): Promise<ListedRecord[]> {
-  const { sql, values } = recordListStatement(filter, page, now);
-  return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
-}
-
-/**
- * How many records match the filter, up to `cap` + 1; null when counting would
- * take longer than `budgetMs`. Filters that no one index serves together (a
- * client and a status, say) are checked row by row, and a sparse combination
- * could read a big client's every row on each refresh: the budget stops that.
- * 100 ms, so that a count that gives up still answers within the dashboard's
- * 150 ms target (bench/README.md, dashboard).
- */
-export async function countRecords(
-  filter: RecordFilter,
-  cap: number,
-  budgetMs = 100,
-  now = new Date(),
-): Promise<number | null> {
-  const { sql, values } = recordCountStatement(filter, cap, now);
-  try {
-    const [row] = await db.$queryRawUnsafe<{ n: bigint }[]>(
-      `SET STATEMENT max_statement_time = ${budgetMs / 1000} FOR ${sql}`,
-      ...values,
-    );
-    return Number(row?.n ?? 0);
-  } catch (error) {
-    if (driverErrorCode(error) === QUERY_INTERRUPTED) return null;
-    throw error;
-  }
-}
-
-/** MariaDB's "query execution was interrupted (max_statement_time exceeded)". */
-const QUERY_INTERRUPTED = 1969;
-
-/** Records whose key starts with `prefix`, in key order. */
-export async function recordsWithKeyPrefix(prefix: string, limit: number, now = new Date()): Promise<ListedRecord[]> {
-  const { sql, values } = keyPrefixStatement(prefix, limit);
-  return listed(await db.$queryRawUnsafe<ListedRow[]>(sql, ...values), now);
+  return db.idempotentRequest.count({ where: inProgress });
 }

@@ -1,33 +1,25 @@
 /**
- * The read side of the idempotency records, for the dashboard's read model, the ledger and the sweeper: records
- * decoded by the lifecycle (the one decoder of a record's phase), their lists and counts, the events of a key's
- * timeline, and pruning. Nothing here takes part in the protocol (./index.ts).
+ * The read side of the idempotency records, for the dashboard's read model (src/server/requests), the ledger and
+ * the sweeper: the decoder of a record's phase and the columns that make each phase (the lifecycle's), a record by
+ * id, what is in progress, the events of a key's timeline, and pruning. Nothing here takes part in the protocol
+ * (./index.ts).
  */
-export {
-  answersWithoutTheirRow,
-  countInProgress,
-  countRecords,
-  findRecord,
-  listRecords,
-  pruneExpiredBatch,
-  recordsInProgress,
-  recordsWithKeyPrefix,
-  type ListedRecord,
-} from "./queries";
+export { countInProgress, findById as findRecord, recordsInProgress } from "./queries";
+export { pruneBatch as pruneExpiredBatch } from "./records";
 export { eventCounts, eventsOf, flushEvents, pruneEvents, type EventKind, type TimelineEvent } from "./events";
 export {
   decodeRecord,
-  displayKey,
   ImpossibleRecordError,
   keyFromBytes,
   keyToBytes,
-  phaseDisplay,
-  phaseWhere,
-  PHASE_DISPLAY,
+  phaseCondition,
+  phaseKey,
+  RECORD_COLUMNS,
+  type IdempotencyRecord,
   type Phase,
-  type PhaseDisplayKey,
   type PhaseFilter,
+  type PhaseKey,
   type PhaseName,
-  type RecordFilter,
+  type RecordRow,
 } from "./lifecycle";
 export { canonicalJson } from "./canonicalHash";

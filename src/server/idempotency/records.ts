@@ -1,12 +1,12 @@
 /**
- * The persistence of idempotency records: the statements of lifecycle.ts sent
- * to the database, and the reads. Private to this folder; the rest of the app
- * goes through runIdempotent.ts and recovery.ts (Powertools' layering: public
- * operations over a protected persistence layer).
+ * The transitions of idempotency records (lifecycle.ts names them), each written once: the one conditional
+ * statement that performs it, its execution, and the record it leaves as the process that made it may assume
+ * without reading it back (test/lifecycle.test.ts re-reads each against its statement). The only writer of
+ * `idempotent_requests`. Private to this folder; the rest of the app goes through runIdempotent.ts and
+ * recovery.ts (Powertools' layering: public operations over a protected persistence layer).
  */
 import pLimit from "p-limit";
 import { env } from "~/env";
-import { log } from "~/server/observability/log";
 import {
   atomically,
   db,
@@ -19,34 +19,39 @@ import {
   retryOnLockConflict,
   type Statement,
 } from "~/server/db";
+import { log } from "~/server/observability/log";
+import { DB_LATER, DB_NOW, micros } from "./dbClock";
+import { noteEvent } from "./events";
 import {
-  byKeyStatement,
-  claimReadStatement,
-  claimStatement,
-  completeStatement,
   decodeRecord,
-  expireStatement,
-  ImpossibleRecordError,
   keyToBytes,
-  pruneBatchStatement,
-  releaseStatement,
-  renewStatement,
-  takeStatement,
-  unfinishedStatement,
-  withdrawStatement,
   type FinishedBy,
   type IdempotencyRecord,
   type RecordRow,
   type Taker,
   type Timing,
 } from "./lifecycle";
-import { noteEvent } from "./events";
+import { byKeyStatement } from "./queries";
 import type { ClaimInput, StoredResponse } from "./types";
 
 export const timing: Timing = {
   leaseMs: env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS,
   ttlMs: env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000,
 };
+
+/** When work under a hold must be done: a lease margin before the lease ends. */
+export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);
+
+/**
+ * The database starts a lease when it runs the statement, which is after this process sent it: a lease measured
+ * here from the moment of sending ends no later than the database's, whatever either clock says. That is the lease
+ * end this process works to (deadlineOf); the database's own is what others compare against.
+ */
+const leaseFrom = (sentAt: Date, { leaseMs }: Timing) => new Date(sentAt.getTime() + leaseMs);
+
+/** The key's lifetime from `at`, kept if the record already lives longer: a retry after hours is the same operation. */
+const lifetimeFrom = (record: { expiresAt: Date }, at: Date, { ttlMs }: Timing) =>
+  new Date(Math.max(record.expiresAt.getTime(), at.getTime() + ttlMs));
 
 /** A transition that matched, for the key's timeline (events.ts; written within a second, never awaited). */
 type NotedTransition = "claimed" | "taken_over" | "released" | "completed";
@@ -62,29 +67,72 @@ const noted = (record: IdempotencyRecord, kind: NotedTransition, detail: string 
     attempt: record.attempt,
   });
 
-/** When a record completed now expires: the completion keeps a later expiry, or gives it the full lifetime. */
-export const expiryAfterCompletion = (record: IdempotencyRecord, now = Date.now()) =>
-  new Date(Math.max(record.expiresAt.getTime(), now + timing.ttlMs));
+// claim: (nothing) -> held, attempt 1 ----------------------------------------------------------------------------
 
-/** When work under a hold must be done: a lease margin before the lease ends. */
-export const deadlineOf = (leaseExpiresAt: Date) => new Date(leaseExpiresAt.getTime() - env.LEASE_MARGIN_MS);
+/** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
+export function claimStatement(
+  claim: {
+    idempotencyKey: string | null;
+    route: string;
+    apiClientId: number;
+    requestHash: string;
+    customerId?: string | null;
+    fields?: Record<string, unknown> | null;
+  },
+  { leaseMs, ttlMs }: Timing,
+): Statement {
+  return {
+    sql: `INSERT INTO idempotent_requests
+            (idempotency_key, route, api_client_id, customer_id, request_hash, request_fields, state, attempt,
+             lease_expires_at, last_attempt_at, created_at, updated_at, expires_at)
+          VALUES (?, ?, ?, ?, ?, ?, 'in_progress', 1, ${DB_LATER}, ${DB_NOW}, ${DB_NOW}, ${DB_NOW}, ${DB_LATER})`,
+    values: [
+      claim.idempotencyKey === null ? null : Buffer.from(claim.idempotencyKey, "latin1"),
+      claim.route,
+      claim.apiClientId,
+      claim.customerId ?? null,
+      claim.requestHash,
+      claim.fields ? JSON.stringify(claim.fields) : null,
+      micros(leaseMs),
+      micros(ttlMs),
+    ],
+  };
+}
+
+/** The record claimStatement leaves, sent at `sentAt`. */
+export function afterClaim(claim: ClaimInput, id: bigint, sentAt: Date, t: Timing = timing): IdempotencyRecord {
+  const { idempotencyKey, route, apiClientId, requestHash } = claim;
+  return {
+    id,
+    idempotencyKey,
+    route,
+    apiClientId,
+    requestHash,
+    attempt: 1,
+    phase: { name: "held", leaseExpiresAt: leaseFrom(sentAt, t) },
+    lastAttemptAt: sentAt,
+    createdAt: sentAt,
+    updatedAt: sentAt,
+    expiresAt: new Date(sentAt.getTime() + t.ttlMs),
+  };
+}
 
 /**
- * The database starts a lease when it runs the statement, which is after this
- * process sent it: a lease measured here from the moment of sending ends no
- * later than the database's, whatever either clock says. That is the lease
- * end this process works to (deadlineOf); the database's own is what others
- * compare against.
+ * The claim's read, sent in the same socket write as its INSERT: the record that holds the key, read only if the
+ * INSERT changed no row. ROW_COUNT() is the INSERT's, the statement before it on the connection, so a fresh claim,
+ * the common case, reads nothing back (its row would cost both sides the parsing of a 1.8 kB result), and a claim
+ * that lost to the unique index gets its answer without a second round trip.
  */
-const leaseFrom = (sentAt: Date) => new Date(sentAt.getTime() + timing.leaseMs);
+export function claimReadStatement(idempotencyKey: string, route: string): Statement {
+  const read = byKeyStatement(idempotencyKey, route);
+  return { ...read, sql: `${read.sql} AND ROW_COUNT() < 1` };
+}
 
 /**
- * INSERTs the record, held by this process: the claim. One autocommitted
- * statement, so there is no moment at which the row exists but this process
- * does not know it owns it. When the key is taken (the unique index says so),
- * the record that holds it, read in the same round trip, right after the
- * INSERT failed (null if it was deleted in between: expired). A keyless record
- * (NULL key) never meets the unique index and needs no read.
+ * INSERTs the record, held by this process: the claim. One autocommitted statement, so there is no moment at which
+ * the row exists but this process does not know it owns it. When the key is taken (the unique index says so), the
+ * record that holds it, read in the same round trip, right after the INSERT failed (null if it was deleted in
+ * between: expired). A keyless record (NULL key) never meets the unique index and needs no read.
  */
 export async function claim(
   claim: ClaimInput,
@@ -93,9 +141,16 @@ export async function claim(
   if (claim.idempotencyKey === null) return claimKeyless(claim, now);
   const insert = claimStatement(claim, timing);
   const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
-  if ("insertId" in result) return { claimed: heldClaim(claim, result.insertId, now) };
+  if ("insertId" in result) return { claimed: claimed(claim, result.insertId, now) };
   if (!isDuplicateKeyError(result.insertError)) return conflictedOrThrow(result.insertError);
   return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
+}
+
+/** The record this process just inserted, noted on the key's timeline. */
+function claimed(claim: ClaimInput, id: bigint, now: Date): IdempotencyRecord {
+  const record = afterClaim(claim, id, now);
+  noted(record, "claimed", null, now);
+  return record;
 }
 
 /**
@@ -112,19 +167,16 @@ function conflictedOrThrow(insertError: unknown): Conflicted {
 }
 
 /**
- * A keyless claim, and its admission (the rollout mode) read in the same round
- * trip. Refused, the claim is withdrawn together with the refusal's writes (its
- * count), in one transaction.
+ * A keyless claim, and its admission (the rollout mode) read in the same round trip. Refused, the claim is
+ * withdrawn together with the refusal's writes (its count), in one transaction.
  *
- * If the read fails, the request fails, and its claim is withdrawn where that
- * can be done; where not, the record is left held, like a crash's, and the
- * sweeper finishes it (it asks the gateway, which was asked nothing, and writes
- * it off as abandoned). If the withdrawal does not land (its fence matched
- * nothing: this process stalled past its lease and the sweeper took the record
- * over; or it failed), the request is refused all the same, and is counted when
- * the sweeper finishes its record: as an accepted keyless request, not a refused
- * one, the one count this rare path gets wrong (conservatively: it says keyless
- * traffic was accepted, which only delays enforcing). Both are logged.
+ * If the read fails, the request fails, and its claim is withdrawn where that can be done; where not, the record
+ * is left held, like a crash's, and the sweeper finishes it (it asks the gateway, which was asked nothing, and
+ * writes it off as abandoned). If the withdrawal does not land (its fence matched nothing: this process stalled
+ * past its lease and the sweeper took the record over; or it failed), the request is refused all the same, and is
+ * counted when the sweeper finishes its record: as an accepted keyless request, not a refused one, the one count
+ * this rare path gets wrong (conservatively: it says keyless traffic was accepted, which only delays enforcing).
+ * Both are logged.
  */
 async function claimKeyless(
   claim: ClaimInput,
@@ -134,7 +186,7 @@ async function claimKeyless(
   const { admission } = claim;
   if (!admission) {
     const inserted = await insertReturningId(insert).catch(conflictedOrThrow);
-    return typeof inserted === "bigint" ? { claimed: heldClaim(claim, inserted, now) } : inserted;
+    return typeof inserted === "bigint" ? { claimed: claimed(claim, inserted, now) } : inserted;
   }
   const result = await insertThenRead<unknown>(insert, admission.read);
   if ("insertError" in result) return conflictedOrThrow(result.insertError);
@@ -146,7 +198,7 @@ async function claimKeyless(
       await execute(withdrawStatement({ id: result.insertId })).catch(() => {});
       throw error;
     }));
-  if (admission.admits(rows)) return { claimed: heldClaim(claim, result.insertId, now) };
+  if (admission.admits(rows)) return { claimed: claimed(claim, result.insertId, now) };
   const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites()];
   const withdrawn = await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {
     log.warn({ err: error, requestId: String(result.insertId) }, "refused keyless claim not withdrawn");
@@ -156,112 +208,209 @@ async function claimKeyless(
   return { refused: true };
 }
 
-/** The record this process just inserted, as the claim wrote it (noted on the key's timeline). */
-function heldClaim(claim: ClaimInput, id: bigint, now: Date): IdempotencyRecord {
-  const { idempotencyKey, route, apiClientId, requestHash } = claim;
-  const record: IdempotencyRecord = {
-    id,
-    idempotencyKey,
-    route,
-    apiClientId,
-    requestHash,
-    attempt: 1,
-    phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
-    lastAttemptAt: now,
-    createdAt: now,
-    updatedAt: now,
-    expiresAt: new Date(now.getTime() + timing.ttlMs),
+// withdraw: held (keyless, attempt 1, its claimer's own) -> deleted ------------------------------------------------
+
+/**
+ * The claimer of a keyless record, refused by the read sent with its INSERT (the header is required), deletes it
+ * before doing any work. Fenced on attempt 1 under a lease (the claim's own): once anyone else took it over (its
+ * lease ended first), it is theirs to finish, and a released record (an unknown gateway outcome) is never
+ * withdrawn; either way this matches no row.
+ */
+export function withdrawStatement(claimed: { id: bigint }): Statement {
+  return {
+    sql: `DELETE FROM idempotent_requests
+           WHERE id = ? AND attempt = 1 AND state = 'in_progress' AND lease_expires_at IS NOT NULL
+             AND idempotency_key IS NULL`,
+    values: [claimed.id],
   };
-  noted(record, "claimed", null, now);
-  return record;
 }
 
-/** The record of a key on a route, read through the driver in one round trip (the replay path). */
-export async function findByKey(idempotencyKey: string, route: string, now: Date): Promise<IdempotencyRecord | null> {
-  const [row] = await queryRows<RecordRow>(byKeyStatement(idempotencyKey, route));
-  return row ? decodeRecord(row, now) : null;
+// take: released or lease_expired -> held, attempt + 1 -------------------------------------------------------------
+
+/** The key lives on for its whole lifetime from now: a retry after many hours is still the same operation. */
+export function takeStatement(record: IdempotencyRecord, { leaseMs, ttlMs }: Timing, taker: Taker): Statement {
+  return {
+    sql: `UPDATE idempotent_requests
+             SET attempt = attempt + 1, lease_expires_at = ${DB_LATER}, updated_at = ${DB_NOW},
+                 expires_at = GREATEST(expires_at, ${DB_LATER}),
+                 last_attempt_at = ${taker === "retry" ? DB_NOW : "last_attempt_at"}
+           WHERE id = ? AND attempt = ? AND state = 'in_progress'
+             AND (lease_expires_at IS NULL OR lease_expires_at <= ${DB_NOW})`,
+    values: [micros(leaseMs), micros(ttlMs), record.id, record.attempt],
+  };
 }
 
-export async function findById(id: bigint, now = new Date()): Promise<IdempotencyRecord | null> {
-  const row = await db.idempotentRequest.findUnique({ where: { id } });
-  return row ? decodeRecord(row, now) : null;
-}
-
-/** take: the record, held by this process under the next attempt; null when someone else moved it first. */
-export async function take(record: IdempotencyRecord, now: Date, taker: Taker): Promise<IdempotencyRecord | null> {
-  const changed = await retryOnLockConflict(() => execute(takeStatement(record, timing, taker)));
-  if (changed !== 1) return null;
-  noted({ ...record, attempt: record.attempt + 1 }, "taken_over", taker, now);
+/** The record takeStatement leaves, sent at `sentAt`. */
+export function afterTake(record: IdempotencyRecord, sentAt: Date, taker: Taker, t = timing): IdempotencyRecord {
   return {
     ...record,
     attempt: record.attempt + 1,
-    phase: { name: "held", leaseExpiresAt: leaseFrom(now) },
-    lastAttemptAt: taker === "retry" ? now : record.lastAttemptAt,
-    updatedAt: now,
-    expiresAt: new Date(Math.max(record.expiresAt.getTime(), now.getTime() + timing.ttlMs)),
+    phase: { name: "held", leaseExpiresAt: leaseFrom(sentAt, t) },
+    lastAttemptAt: taker === "retry" ? sentAt : record.lastAttemptAt,
+    updatedAt: sentAt,
+    expiresAt: lifetimeFrom(record, sentAt, t),
   };
 }
 
-/** renew: a fresh lease for the holder; null when the attempt was superseded. */
+/** The record, held by this process under the next attempt; null when someone else moved it first. */
+export async function take(record: IdempotencyRecord, now: Date, taker: Taker): Promise<IdempotencyRecord | null> {
+  const changed = await retryOnLockConflict(() => execute(takeStatement(record, timing, taker)));
+  if (changed !== 1) return null;
+  const taken = afterTake(record, now, taker);
+  noted(taken, "taken_over", taker, now);
+  return taken;
+}
+
+// renew: held -> held, a new lease for the same attempt ------------------------------------------------------------
+
+/** The holder (same attempt) extends its lease before starting work it could not finish in time. */
+export function renewStatement(held: { id: bigint; attempt: number }, { leaseMs }: Timing): Statement {
+  return {
+    sql: `UPDATE idempotent_requests SET lease_expires_at = ${DB_LATER}, updated_at = ${DB_NOW}
+           WHERE id = ? AND attempt = ? AND state = 'in_progress' AND lease_expires_at IS NOT NULL`,
+    values: [micros(leaseMs), held.id, held.attempt],
+  };
+}
+
+/** The record renewStatement leaves, sent at `sentAt`. */
+export function afterRenew(record: IdempotencyRecord, sentAt: Date, t = timing): IdempotencyRecord {
+  return { ...record, phase: { name: "held", leaseExpiresAt: leaseFrom(sentAt, t) }, updatedAt: sentAt };
+}
+
+/** A fresh lease for the holder; null when the attempt was superseded. */
 export async function renew(record: IdempotencyRecord, now: Date): Promise<IdempotencyRecord | null> {
   const changed = await retryOnLockConflict(() => execute(renewStatement(record, timing)));
-  if (changed !== 1) return null;
-  return { ...record, phase: { name: "held", leaseExpiresAt: leaseFrom(now) }, updatedAt: now };
+  return changed === 1 ? afterRenew(record, now) : null;
+}
+
+// release: held -> released (the holder did not learn the outcome) ------------------------------------------------
+
+export function releaseStatement(held: { id: bigint; attempt: number }): Statement {
+  return {
+    sql: `UPDATE idempotent_requests SET lease_expires_at = NULL, updated_at = ${DB_NOW}
+           WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
+    values: [held.id, held.attempt],
+  };
 }
 
 /**
- * release: gives the claim back (fenced by the attempt; a no-op once someone else took it). `why` is for the
- * timeline: the gateway's outcome was unknown, or the work failed with an error.
+ * Gives the claim back (fenced by the attempt; a no-op once someone else took it). Its holder keeps no record of
+ * it: whoever comes next reads it. `why` is for the timeline: the gateway's outcome was unknown, or the work failed.
  */
 export async function release(record: IdempotencyRecord, why: "outcome unknown" | "error"): Promise<void> {
   const changed = await retryOnLockConflict(() => execute(releaseStatement(record)));
   if (changed === 1) noted(record, "released", why);
 }
 
+// complete: held -> complete, with the work's rows ----------------------------------------------------------------
+
 /**
- * At most half the pool completes records at once. Completions arrive in bursts
- * (gateway answers come back together), and a burst that took every connection
- * would make the claims and replays behind it wait, which are what retrying
- * clients wait for. The rest of a burst waits here, in memory, not in the pool.
+ * The holder (same attempt) stores the answer. Sent in one transaction with the rows the work writes, before them
+ * (it locks the record first), so that the answer and those rows are never apart.
+ */
+export function completeStatement(
+  held: { id: bigint; attempt: number },
+  response: StoredResponse,
+  finishedBy: FinishedBy,
+  { ttlMs }: Timing,
+): Statement {
+  return {
+    sql: `UPDATE idempotent_requests
+             SET state = 'complete', response_status = ?, response_body = ?, response_request_id = ?, finished_by = ?,
+                 lease_expires_at = NULL, updated_at = ${DB_NOW}, expires_at = GREATEST(expires_at, ${DB_LATER})
+           WHERE id = ? AND attempt = ? AND state = 'in_progress'`,
+    values: [
+      response.status,
+      response.body,
+      response.requestId ?? null,
+      finishedBy,
+      micros(ttlMs),
+      held.id,
+      held.attempt,
+    ],
+  };
+}
+
+/** The record completeStatement leaves, sent at `sentAt`. */
+export function afterComplete(
+  record: IdempotencyRecord,
+  response: StoredResponse,
+  finishedBy: FinishedBy,
+  sentAt: Date,
+  t = timing,
+): IdempotencyRecord {
+  return {
+    ...record,
+    phase: { name: "complete", finishedBy, response },
+    updatedAt: sentAt,
+    expiresAt: lifetimeFrom(record, sentAt, t),
+  };
+}
+
+/**
+ * At most half the pool completes records at once. Completions arrive in bursts (gateway answers come back
+ * together), and a burst that took every connection would make the claims and replays behind it wait, which are
+ * what retrying clients wait for. The rest of a burst waits here, in memory, not in the pool.
  */
 const completionSlots = pLimit(Math.max(1, Math.floor(env.DATABASE_POOL_SIZE / 2)));
 
 /**
- * complete: stores the answer and the work's rows in ONE transaction, so that
- * there is never one without the other. It commits only if the record is still
- * this attempt's and every write landed. False when another attempt finished or
- * took the record first (then nothing was written).
+ * Stores the answer and the work's rows in ONE transaction, so that there is never one without the other. It
+ * commits only if the record is still this attempt's and every write landed. The record it left, or null when
+ * another attempt finished or took the record first (then nothing was written).
  */
 export async function complete(
   record: IdempotencyRecord,
   response: StoredResponse,
   writes: Statement[],
   finishedBy: FinishedBy,
-): Promise<boolean> {
+): Promise<IdempotencyRecord | null> {
   // The completion first, as the fence (it must match this attempt; every write must change rows): its UPDATE
   // takes the record's X lock before the work's rows, whose foreign keys would otherwise take an S lock on it
   // and deadlock two completions of one record on the S-to-X upgrade.
   const statements = [completeStatement(record, response, finishedBy, timing), ...writes];
+  const sentAt = new Date();
   try {
     const committed = await completionSlots(() => retryOnLockConflict(() => atomically(statements)));
-    if (committed) noted(record, "completed", `${finishedBy} ${response.status}`);
-    return committed;
+    if (!committed) return null;
+    noted(record, "completed", `${finishedBy} ${response.status}`);
+    return afterComplete(record, response, finishedBy, sentAt);
   } catch (error) {
     // A row of the work already exists (its unique key): another attempt wrote it.
-    if (isDuplicateKeyError(error)) return false;
+    if (isDuplicateKeyError(error)) return null;
     throw error;
   }
 }
 
-/** expire: deletes a complete record past its lifetime (no-op for anything else). */
+// expire: complete, past its lifetime -> deleted -------------------------------------------------------------------
+
+export function expireStatement(record: IdempotencyRecord): Statement {
+  return {
+    sql: `DELETE FROM idempotent_requests WHERE id = ? AND state = 'complete' AND expires_at <= ${DB_NOW}`,
+    values: [record.id],
+  };
+}
+
+/** Deletes a complete record past its lifetime (a no-op for anything else), so its key can start a new operation. */
 export async function expire(record: IdempotencyRecord): Promise<void> {
   await retryOnLockConflict(() => execute(expireStatement(record)));
+}
+
+/** expire, in bulk: the pruner's batch, oldest first along (state, expires_at). */
+export function pruneBatchStatement(batchSize: number): Statement {
+  return {
+    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW}
+          ORDER BY expires_at LIMIT ?`,
+    values: [batchSize],
+  };
 }
 
 /** One batch of the pruner (complete records past their lifetime, by the database's clock); how many went. */
 export async function pruneBatch(batchSize: number): Promise<number> {
   return execute(pruneBatchStatement(batchSize));
 }
+
+// Not a transition: the note of a request refused for reusing a key (422), for the dashboard ---------------------
 
 export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimInput) {
   await db.keyReuseAttempt.create({
@@ -277,22 +426,4 @@ export async function recordKeyReuse(existing: IdempotencyRecord, claim: ClaimIn
       attemptedFields: claim.apiClientId === existing.apiClientId && claim.fields ? JSON.stringify(claim.fields) : null,
     },
   });
-}
-
-/** Records nobody is finishing, oldest first (see lifecycle.unfinishedStatement). */
-export async function findUnfinished(now: Date, idleMs: number, limit: number): Promise<IdempotencyRecord[]> {
-  const { sql, values } = unfinishedStatement(idleMs, limit);
-  const rows = await db.$queryRawUnsafe<RecordRow[]>(sql, ...values);
-  const records: IdempotencyRecord[] = [];
-  for (const row of rows) {
-    try {
-      records.push(decodeRecord({ ...row, attempt: Number(row.attempt) }, now));
-    } catch (error) {
-      // A row no transition could have produced (a hand edit, a bad restore) is for people to look at; it
-      // must not stop the sweeper from finishing every other record behind it in the batch.
-      if (!(error instanceof ImpossibleRecordError)) throw error;
-      log.error({ err: error, requestId: String(row.id) }, "sweep: skipping a record in an impossible state");
-    }
-  }
-  return records;
 }

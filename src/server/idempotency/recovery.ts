@@ -1,4 +1,5 @@
 import type { FinishedBy, IdempotencyRecord } from "./lifecycle";
+import { findUnfinished as findUnfinishedRecords } from "./queries";
 import * as records from "./records";
 import { workUnderClaim } from "./runIdempotent";
 import type { HeldClaim, WorkResult } from "./types";
@@ -42,5 +43,5 @@ export async function finishUnfinished(
 
 /** Records nobody is finishing: in progress, idle for `idleMs`, with no live lease; oldest first. */
 export function findUnfinished(idleMs: number, limit: number, now = new Date()): Promise<IdempotencyRecord[]> {
-  return records.findUnfinished(now, idleMs, limit);
+  return findUnfinishedRecords(now, idleMs, limit);
 }

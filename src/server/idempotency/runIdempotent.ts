@@ -4,6 +4,7 @@ import { log } from "~/server/observability/log";
 import { noteAnswer } from "./events";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
 import { isExpired, type FinishedBy, type IdempotencyRecord, type StoredResponse } from "./lifecycle";
+import { findById } from "./queries";
 import * as records from "./records";
 import type { ClaimInput, HeldClaim, IdempotentOutcome, WorkResult } from "./types";
 
@@ -216,7 +217,7 @@ export async function workUnderClaim(
   const response = requestId ? { ...result.response, requestId } : result.response;
   try {
     const stored = await records.complete(record, response, result.writes, result.finishedBy ?? "request");
-    if (stored) return { kind: "fresh", response, expiresAt: records.expiryAfterCompletion(record) };
+    if (stored) return { kind: "fresh", response, expiresAt: stored.expiresAt };
   } catch (error) {
     await records.release(record, "error").catch(() => {});
     throw error;
@@ -250,7 +251,7 @@ const replayOf = (
 
 /** Someone else moved the record: answer what it holds now. */
 async function currentAnswer(record: IdempotencyRecord): Promise<IdempotentOutcome> {
-  const current = await records.findById(record.id);
+  const current = await findById(record.id);
   if (current?.phase.name === "complete") return replayOf(current, current.phase);
   return { kind: "in_progress", since: record.createdAt, expiresAt: record.expiresAt };
 }

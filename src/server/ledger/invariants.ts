@@ -9,7 +9,8 @@
  * 1, 2 and 4 are what the reconciliation finds; 3 and 5 are read from the tables.
  */
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
-import { answersWithoutTheirRow, recordsInProgress } from "~/server/idempotency/reading";
+import { recordsInProgress } from "~/server/idempotency/reading";
+import { answersWithoutTheirRow } from "./answersWithoutTheirRow";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { describeCounts, reconcileLedger, type Finding, type UnlistedAppCharges } from "./reconcile";
 

@@ -1,21 +1,16 @@
 /**
  * The request log: every record, newest first, filtered by phase, stored
  * status, route, client, customer and time, paged by cursor, with a bounded
- * count. The statements (and which index serves which filter) are the
- * lifecycle module's (recordListStatement); phases are decoded and worded
- * there too, never here.
+ * count. The statements, and which index serves which filter, are
+ * recordList.ts; phases are decoded by the lifecycle and worded by
+ * phaseDisplay.ts, never here.
  */
 import { z } from "zod";
 import { MONEY_ROUTES } from "~/server/moneyRoutes";
 import { db } from "~/server/db";
-import {
-  countRecords,
-  listRecords,
-  PHASE_DISPLAY,
-  phaseDisplay,
-  type ListedRecord,
-  type PhaseFilter,
-} from "~/server/idempotency/reading";
+import type { PhaseFilter } from "~/server/idempotency/reading";
+import { PHASE_DISPLAY, phaseDisplay } from "./phaseDisplay";
+import { countRecords, listRecords, type ListedRecord } from "./recordList";
 import { bounded, COUNT_CAP, cursorOf, cursorSchema, parseCursor } from "./sql";
 
 /** The routes the API has: the route filter's choices, without reading 5M rows to find them. */

@@ -4,7 +4,7 @@
  * costs what a full id does (it stops after a few rows).
  */
 import { db } from "~/server/db";
-import { recordsWithKeyPrefix } from "~/server/idempotency/reading";
+import { recordsWithKeyPrefix } from "./recordList";
 import { summarise } from "./log";
 import { likePrefix } from "./sql";
 

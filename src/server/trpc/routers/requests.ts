@@ -1,7 +1,7 @@
 import { recordIdSchema } from "~/lib/recordId";
 import { z } from "zod";
 import { env } from "~/env";
-import { PHASE_DISPLAY } from "~/server/idempotency/reading";
+import { PHASE_DISPLAY } from "~/server/requests/phaseDisplay";
 import { requestDetail } from "~/server/requests/detail";
 import {
   countRequests,

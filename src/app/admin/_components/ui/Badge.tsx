@@ -1,4 +1,4 @@
-/** The tones of the record lifecycle's phase display (lifecycle.ts), and neutral. */
+/** The tones of a record's phase display (src/server/requests/phaseDisplay.ts), and neutral. */
 const TONES = {
   progress: "bg-sky-100 text-sky-900 ring-sky-700/30",
   warning: "bg-amber-100 text-amber-900 ring-amber-700/30",
@@ -30,7 +30,7 @@ export function Badge({
   );
 }
 
-/** A record's phase, worded by the lifecycle module (the router sends phaseDisplay's answer). */
+/** A record's phase, worded by the read model (the router sends phaseDisplay's answer). */
 export function PhaseBadge({ phase }: { phase: { key: string; label: string; description: string; tone: BadgeTone } }) {
   return (
     <span data-phase={phase.key}>
