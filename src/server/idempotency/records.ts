@@ -70,17 +70,7 @@ const noted = (record: IdempotencyRecord, kind: NotedTransition, detail: string 
 // claim: (nothing) -> held, attempt 1 ----------------------------------------------------------------------------
 
 /** The INSERT that claims a key (or records a keyless request): held by this process, attempt 1. */
-export function claimStatement(
-  claim: {
-    idempotencyKey: string | null;
-    route: string;
-    apiClientId: number;
-    requestHash: string;
-    customerId?: string | null;
-    fields?: Record<string, unknown> | null;
-  },
-  { leaseMs, ttlMs }: Timing,
-): Statement {
+export function claimStatement(claim: ClaimInput, { leaseMs, ttlMs }: Timing): Statement {
   return {
     sql: `INSERT INTO idempotent_requests
             (idempotency_key, route, api_client_id, customer_id, request_hash, request_fields, state, attempt,
