@@ -3,6 +3,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import * as mariadb from "mariadb";
+import { env } from "~/env";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { deriveGatewayKey } from "~/server/gateway";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import {
   APP_URL,
@@ -228,5 +232,59 @@ describe("unknown outcomes", () => {
     assert.equal(replay.json.error.gateway, "no_trace");
     const totals = await refundedOf(charge);
     assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [0, 0, 0, 0]);
+  });
+
+  // Stripe has no not-after parameter (docs/stripe.md): through it a refund held up past its write-off stays a risk.
+  const simOnly = { skip: env.GATEWAY === "stripe" && "Stripe cannot be told not to carry a refund out late" };
+
+  test("one whose INSERT a stalled table holds past its deadline refunds nothing", simOnly, async () => {
+    // The simulator checked the refund's deadline, then inserted: an INSERT stalled past the deadline (storage, a
+    // lock) landed after a sweep had written the operation off as "no refund was made" (the fault run's stall).
+    const charge = await newCharge(apiKey, { amount_cents: 900 });
+    const { gatewayChargeId } = await db.charge.findUniqueOrThrow({ where: { id: charge } });
+    const options = mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!);
+    const [heldCharge, stalled] = [await mariadb.createConnection(options), await mariadb.createConnection(options)];
+    /** The simulator's refund INSERT waiting on `stalled`'s lock. */
+    const insertWaiting = async () => {
+      await new Promise((r) => setTimeout(r, 150)); // innodb_trx is a cache refreshed at most every 100 ms
+      const rows: unknown[] = await stalled.query(
+        `SELECT w.requesting_trx_id FROM information_schema.innodb_lock_waits w
+           JOIN information_schema.innodb_trx t ON t.trx_id = w.requesting_trx_id
+          WHERE w.blocking_trx_id = (SELECT trx_id FROM information_schema.innodb_trx
+                                      WHERE trx_mysql_thread_id = CONNECTION_ID())
+            AND t.trx_query LIKE 'INSERT INTO sim_refunds%'`,
+      );
+      return rows.length > 0;
+    };
+    try {
+      // The refund waits on its charge's row until its key is known, then on a gap lock where its row would go.
+      await heldCharge.query("BEGIN");
+      await heldCharge.query("SELECT id FROM sim_charges WHERE id = ? FOR UPDATE", [gatewayChargeId]);
+      const key = uniqueKey("stalled");
+      const answer = refund({ charge }, key);
+      const record = await waitFor("the claim", () => recordOf(key, REFUNDS_ROUTE));
+      await stalled.query("BEGIN");
+      await stalled.query("SELECT id FROM sim_refunds WHERE idempotency_key = ? FOR UPDATE", [
+        deriveGatewayKey(record),
+      ]);
+      await heldCharge.query("ROLLBACK");
+      await waitFor("the gateway's INSERT to wait on the lock", insertWaiting, 5_000);
+      assertError(await answer, 503, "gateway_unavailable");
+      const deadline = record.createdAt.getTime() + env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS;
+      await new Promise((r) => setTimeout(r, deadline + 500 - Date.now()));
+      await sweepUntil("the sweep to write it off", async () => {
+        return (await recordOf(key, REFUNDS_ROUTE))?.phase.name === "complete";
+      });
+      assertError(await refund({ charge }, key), 500, "request_abandoned");
+      assert.ok(await insertWaiting(), "the refund was still stalled when the sweep wrote it off");
+      await stalled.query("ROLLBACK"); // the storage recovers
+      await waitFor("the stalled INSERT to finish", async () => !(await insertWaiting()));
+      await new Promise((r) => setTimeout(r, 500));
+      const totals = await refundedOf(charge);
+      assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [0, 0, 0, 0]);
+    } finally {
+      await heldCharge.end();
+      await stalled.end();
+    }
   });
 });

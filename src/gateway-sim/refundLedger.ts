@@ -126,6 +126,10 @@ export function refundLedger(pool: mariadb.Pool) {
           row.created_at,
         ],
       );
+      // Checked again once the row is in, in its transaction, as a charge's is (server.ts, insertCharge): an
+      // INSERT held up by a lock or a stalled disk past the deadline is rolled back and refunds nothing (the
+      // check above alone let a refund land after a sweep had written its operation off).
+      if (attempt.notAfter && Date.now() > attempt.notAfter.getTime()) return { kind: "expired" };
       await conn.commit();
       const [saved] = (await pool.query("SELECT * FROM sim_refunds WHERE id = ?", [row.id])) as RefundRow[];
       return { kind: "refunded", row: saved!, behaviour };
@@ -150,8 +154,15 @@ export function refundLedger(pool: mariadb.Pool) {
 
   return {
     refund,
+    /**
+     * A locking read: a refund whose INSERT passed its deadline check but has not committed yet holds its row,
+     * and this waits for it instead of answering "no refund" while it is about to land.
+     */
     async byKey(key: string): Promise<RefundRow | undefined> {
-      return ((await pool.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [key])) as RefundRow[])[0];
+      const rows = (await pool.query("SELECT * FROM sim_refunds WHERE idempotency_key = ? LOCK IN SHARE MODE", [
+        key,
+      ])) as RefundRow[];
+      return rows[0];
     },
     async ofCharge(chargeRef: string): Promise<RefundRow[]> {
       return pool.query("SELECT * FROM sim_refunds WHERE charge_ref = ? ORDER BY seq", [chargeRef]);
