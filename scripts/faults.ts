@@ -11,10 +11,11 @@
  * simulated gateway, a private MariaDB) while faults strike: app instances
  * SIGKILLed and restarted, MariaDB killed and restarted, deadlocks forced on
  * completions, keys expiring mid-flight, extra sweeps and prunes at once.
- * Then a final sweep, the ledger reconciliation and the invariants (and the
- * refunds' own: scripts/lib/faults/verifyRefunds.ts); every answer a client
- * saw must agree with the ledger. Prints the seed; exits 1 on
- * any violation. `npm test` runs a short one.
+ * Then a final sweep, the ledger reconciliation (which heals late charges)
+ * and the invariants (and the refunds' own: scripts/lib/faults/verifyRefunds.ts);
+ * every answer a client saw must agree with the ledger, and every stored
+ * "no money moved" with the gateway (noMoneyAnswers.ts). Prints the seed;
+ * exits 1 on any violation. `npm test` runs a short one.
  */
 import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
@@ -65,7 +66,7 @@ try {
   // The end of the run: no more faults. Let the last leases end, then finish everything left.
   await stack.stopSweeper();
   const { runSweep } = await import("~/server/sweep/runSweep");
-  const { disconnectDatabase } = await import("~/server/db");
+  const { db, disconnectDatabase } = await import("~/server/db");
   const { recordsInProgress } = await import("~/server/idempotency/reading");
   await new Promise((r) =>
     setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500),
@@ -97,6 +98,12 @@ try {
   );
   console.log(
     `ledger: ${describeCounts(verdict.report)}, repaired by the closing reconciliation ${verdict.report.repaired}`,
+  );
+  const { charges, refunds } = verdict.noMoneyAnswers;
+  const healed = await db.ledgerMismatch.count({ where: { healedRefundId: { not: null } } });
+  console.log(
+    `stored "no money moved" answers checked against the gateway: ${charges} charges, ${refunds} refunds ` +
+      `(late charges healed by the ledger: ${healed})`,
   );
   console.log(`violations: ${verdict.violations.length}`);
   for (const v of verdict.violations.slice(0, 50)) console.log(`  ${v}`);

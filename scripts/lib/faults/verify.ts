@@ -3,12 +3,15 @@
  * answer a client saw agrees with the ledger. Runs in the fault runner's
  * process, whose environment points at the run's database and gateway.
  */
+import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { db } from "~/server/db";
-import { gateway, type ListedGatewayCharge } from "~/server/gateway";
+import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { keyToBytes, decodeRecord } from "~/server/idempotency/reading";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
+import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { contradictedAnswers, type NoMoneyAnswer, unrefunded } from "./noMoneyAnswers";
 import type { ChargeObservation, Observation, RefundObservation, RequiredWindow } from "./run";
-import { verifyRefunds } from "./verifyRefunds";
+import { allGatewayRefunds, verifyRefunds } from "./verifyRefunds";
 
 async function allGatewayCharges(since: Date, until: Date): Promise<ListedGatewayCharge[]> {
   const charges: ListedGatewayCharge[] = [];
@@ -21,6 +24,26 @@ async function allGatewayCharges(since: Date, until: Date): Promise<ListedGatewa
   return charges;
 }
 
+/** The run's complete money records whose stored answer is an error: each says that no money moved. */
+async function noMoneyAnswers(since: Date): Promise<NoMoneyAnswer[]> {
+  const rows = await db.idempotentRequest.findMany({
+    where: { state: "complete", responseStatus: { gte: 400 }, createdAt: { gte: since } },
+  });
+  return rows.flatMap((row): NoMoneyAnswer[] => {
+    const record = decodeRecord(row);
+    const kind = record.route === CHARGES_ROUTE ? "charge" : record.route === REFUNDS_ROUTE ? "refund" : null;
+    if (!kind || record.phase.name !== "complete") return [];
+    const { status, body } = record.phase.response;
+    let code: string | null = null;
+    try {
+      code = (JSON.parse(body) as { error?: { code?: string } }).error?.code ?? null;
+    } catch {}
+    return [
+      { recordId: record.id, kind, key: record.idempotencyKey, gatewayKey: deriveGatewayKey(record), status, code },
+    ];
+  });
+}
+
 export async function verifyRun(observations: Observation[], since: Date, requiredWindows: RequiredWindow[]) {
   const until = new Date();
   const violations: string[] = [];
@@ -28,7 +51,12 @@ export async function verifyRun(observations: Observation[], since: Date, requir
   if (!report.ok) violations.push(`ledger: ${describeReport(report)}`);
 
   const gatewayCharges = await allGatewayCharges(since, until);
+  const gatewayRefunds = await allGatewayRefunds(since, until);
   const byId = new Map(gatewayCharges.map((c) => [c.id, c]));
+
+  // After healing (the reconciliation above), every stored "no money moved" is true at the gateway.
+  const stored = await noMoneyAnswers(since);
+  violations.push(...contradictedAnswers(stored, gatewayCharges, gatewayRefunds));
 
   // At most one gateway charge per operation (a client's key; a keyless request is its own record).
   const perOperation = new Map<string, number>();
@@ -92,9 +120,10 @@ export async function verifyRun(observations: Observation[], since: Date, requir
         violations.push(`${what}: refused, but the app recorded a charge for it`);
     }
     if (o.status === 500 && o.code === "request_abandoned") {
-      const charged = chargesOf(o);
-      if (charged.length > 0)
-        violations.push(`${what}: answered request_abandoned, but the gateway charged ${charged.map((c) => c.id)}`);
+      // A late charge is given back in full by the ledger's healing; one that is not is money taken.
+      const kept = unrefunded(chargesOf(o), gatewayRefunds);
+      if (kept.length > 0)
+        violations.push(`${what}: answered request_abandoned, but the gateway kept ${kept.map((k) => k.charge.id)}`);
       const row = o.key
         ? await db.idempotentRequest.findUnique({
             where: { idempotencyKey_route: { idempotencyKey: keyToBytes(o.key), route: "POST /api/charges" } },
@@ -111,14 +140,18 @@ export async function verifyRun(observations: Observation[], since: Date, requir
   const refunds = await verifyRefunds(
     observations.filter((o): o is RefundObservation => o.route === "refunds"),
     gatewayCharges,
-    { since, until },
+    gatewayRefunds,
   );
   violations.push(...refunds.violations);
   return {
     violations,
     report,
     gatewayCharges: gatewayCharges.length,
-    gatewayRefunds: refunds.gatewayRefunds,
+    gatewayRefunds: gatewayRefunds.length,
     insideWindows,
+    noMoneyAnswers: {
+      charges: stored.filter((a) => a.kind === "charge").length,
+      refunds: stored.filter((a) => a.kind === "refund").length,
+    },
   };
 }

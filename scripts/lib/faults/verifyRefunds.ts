@@ -15,7 +15,7 @@ import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import type { RefundObservation } from "./run";
 
-async function allGatewayRefunds(since: Date, until: Date): Promise<ListedGatewayRefund[]> {
+export async function allGatewayRefunds(since: Date, until: Date): Promise<ListedGatewayRefund[]> {
   const refunds: ListedGatewayRefund[] = [];
   let cursor: string | undefined;
   do {
@@ -50,10 +50,10 @@ const operationOf = (r: ListedGatewayRefund) =>
 export async function verifyRefunds(
   observations: RefundObservation[],
   gatewayCharges: ListedGatewayCharge[],
-  window: { since: Date; until: Date },
+  /** The gateway's refunds of the run (allGatewayRefunds). */
+  listed: ListedGatewayRefund[],
 ) {
   const violations: string[] = [];
-  const listed = await allGatewayRefunds(window.since, window.until);
   const appRefunds = await db.refund.findMany({ include: { charge: true } });
   const appByKey = new Map(appRefunds.map((r) => [r.gatewayIdempotencyKey, r]));
   const listedByKey = new Map(listed.map((r) => [r.idempotencyKey, r]));
