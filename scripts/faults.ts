@@ -10,7 +10,8 @@
  * declines; refunds slow, failing, refunded-then-failing), run over the real stack (two app instances, the sweeper, the
  * simulated gateway, a private MariaDB) while faults strike: app instances
  * SIGKILLed and restarted, MariaDB killed and restarted, deadlocks forced on
- * completions, keys expiring mid-flight, extra sweeps and prunes at once.
+ * completions, keys expiring mid-flight, extra sweeps and prunes at once,
+ * some of the gateway's money inserts stalled past the sweeper's write-off.
  * Then a final sweep, the ledger reconciliation (which heals late charges)
  * and the invariants (and the refunds' own: scripts/lib/faults/verifyRefunds.ts);
  * every answer a client saw must agree with the ledger, and every stored
@@ -93,6 +94,11 @@ try {
   console.log(`operations ${result.observations.length}: ${JSON.stringify(byKind)}`);
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
+  const { stalls } = result;
+  console.log(
+    `storage stalls: ${stalls.gaps} gaps locked, ${stalls.held} gateway inserts held (at most ${stalls.mostAtOnce} ` +
+      "at once)",
+  );
   console.log(
     `keyless requests sent and answered while the header was required of their client: ${verdict.insideWindows}`,
   );

@@ -89,7 +89,12 @@ export type FaultKind =
   | "expire_in_flight"
   | "sweep_and_prune"
   /** The header required of one API client (`instance` picks which) for a while, then not: keyless refusals. */
-  | "require_header";
+  | "require_header"
+  /**
+   * Some of the gateway's money inserts held (gap locks in its tables) past the sweeper's write-off, then let go
+   * (stallStorage.ts).
+   */
+  | "stall_storage";
 export type PlannedFault = { at: number; kind: FaultKind; instance: 0 | 1; downMs: number; count: number };
 
 export type Plan = { seed: number; operations: PlannedOperation[]; faults: PlannedFault[] };
@@ -164,7 +169,16 @@ const fault = fc.record({
   gapMs: fc.integer({ min: 4_000, max: 12_000 }),
 });
 
-/** `rate` operations a second for `durationMs`, with a fault every 4-12 s (none in the first and last 5 s). */
+/** Storage stalls come on a cadence of their own, beside the other faults, so that a short run has several. */
+const stall = fc.record({
+  downMs: fc.integer({ min: 300, max: 2_500 }),
+  gapMs: fc.integer({ min: 12_000, max: 22_000 }),
+});
+
+/**
+ * `rate` operations a second for `durationMs`, with a fault every 4-12 s and a storage stall every 12-22 s (none
+ * in the first and last 5 s).
+ */
 export function makePlan(
   seed: number,
   durationMs: number,
@@ -200,6 +214,10 @@ export function makePlan(
     if (kind === "refund") refunds += 1;
     return planned;
   });
+  const [stallDraws] = fc.sample(fc.array(stall, { minLength: 1_000, maxLength: 1_000 }), {
+    seed: seed + 2,
+    numRuns: 1,
+  });
   const faults: PlannedFault[] = [];
   for (let t = 5_000, i = 0; i < faultDraws!.length; i++) {
     const { gapMs, ...f } = faultDraws![i]!;
@@ -207,5 +225,12 @@ export function makePlan(
     faults.push({ ...f, at: t });
     t += gapMs;
   }
+  for (let t = 7_000, i = 0; i < stallDraws!.length; i++) {
+    const { gapMs, downMs } = stallDraws![i]!;
+    if (t > durationMs - 5_000) break;
+    faults.push({ kind: "stall_storage", at: t, instance: 0, downMs, count: 1 });
+    t += gapMs;
+  }
+  faults.sort((a, b) => a.at - b.at);
   return { seed, operations, faults };
 }

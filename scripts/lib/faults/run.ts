@@ -8,7 +8,8 @@ import { ChargeDeadlineError, ChargesClient } from "~/client";
 import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type PlannedOperation } from "./plan";
 import { RefundOperations, type RefundBody } from "./refunds";
 import { postOnce } from "./postOnce";
-import type { FaultStack } from "./stack";
+import { RUN_TIMINGS, type FaultStack } from "./stack";
+import { stallHoldMs, stallStorage, type StallStats } from "./stallStorage";
 
 type Common = {
   index: number;
@@ -73,19 +74,30 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     expire_in_flight: 0,
     sweep_and_prune: 0,
     require_header: 0,
+    stall_storage: 0,
   };
-  const effects = { deadlocksForced: 0, requiredWindows: [] as RequiredWindow[], ending: [] as Promise<void>[] };
+  const effects: Effects = {
+    deadlocksForced: 0,
+    requiredWindows: [],
+    ending: [],
+    stalls: { gaps: 0, held: 0, mostAtOnce: 0 },
+  };
   const inFlight: Promise<void>[] = [];
 
-  const faultLoop = (async () => {
-    for (const fault of plan.faults) {
+  const strikeInTurn = async (faults: PlannedFault[]) => {
+    for (const fault of faults) {
       await sleep(Math.max(0, started + fault.at - Date.now()));
       await strike(fault, stack, effects).catch((e) =>
         console.error(`fault ${fault.kind} failed: ${(e as Error).message}`),
       );
       faultsDone[fault.kind] += 1;
     }
-  })();
+  };
+  // Stalls keep their own time: a restart that takes long on a loaded machine must not push them past the load.
+  const faultLoop = Promise.all([
+    strikeInTurn(plan.faults.filter((f) => f.kind !== "stall_storage")),
+    strikeInTurn(plan.faults.filter((f) => f.kind === "stall_storage")),
+  ]);
 
   /** Starts one observed request; `sending` fills in its answer. */
   const launch = <O extends Observation>(observation: O, sending: (o: O) => Promise<void>) => {
@@ -146,8 +158,8 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
   await Promise.all(inFlight);
   await faultLoop;
   await Promise.all(effects.ending);
-  const { deadlocksForced, requiredWindows } = effects;
-  return { observations, faultsDone, deadlocksForced, requiredWindows, durationMs: Date.now() - started };
+  const { deadlocksForced, requiredWindows, stalls } = effects;
+  return { observations, faultsDone, deadlocksForced, requiredWindows, stalls, durationMs: Date.now() - started };
 }
 
 /** One charge operation as its client sends it. */
@@ -214,7 +226,12 @@ async function privateDatabase(stack: FaultStack) {
   });
 }
 
-type Effects = { deadlocksForced: number; requiredWindows: RequiredWindow[]; ending: Promise<void>[] };
+type Effects = {
+  deadlocksForced: number;
+  requiredWindows: RequiredWindow[];
+  ending: Promise<void>[];
+  stalls: StallStats;
+};
 
 async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) {
   switch (fault.kind) {
@@ -259,6 +276,12 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) 
           }
         }),
       );
+      return;
+    }
+    case "stall_storage": {
+      // Held 1-10 s past the time a held operation needs to be written off, while the next faults strike.
+      const { ending } = await stallStorage(stack, stallHoldMs(RUN_TIMINGS, fault.downMs * 4), effects.stalls);
+      effects.ending.push(ending);
       return;
     }
     case "sweep_and_prune": {
