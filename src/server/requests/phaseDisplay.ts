@@ -3,6 +3,7 @@
  * write-off what the gateway showed (its stored answer says).
  */
 import { traceOfAbandoned } from "~/server/http/abandonedAnswer";
+// The pure model itself, not ./reading: wording needs no database (and its unit test loads none).
 import { phaseKey, type Phase, type PhaseKey } from "~/server/idempotency/lifecycle";
 
 /** The display of each phase (and of each way a record completes), for people. */
