@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
+import { abandonedResponse } from "~/server/charges/responses";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { runIdempotent } from "~/server/idempotency";
 import { keyToBytes } from "~/server/idempotency/reading";
@@ -16,6 +17,7 @@ import {
   newApiClient,
   postCharge,
   recordsWithKey,
+  seedRecord,
   uniqueKey,
 } from "./helpers";
 
@@ -128,15 +130,16 @@ describe("replays and reuse", () => {
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
   });
 
+  /** Connections the app handed out since `since` (its own per-100 ms record). */
+  const connectionsSince = async (since: number): Promise<number> => {
+    const health = await (await fetch(`${APP_URL}/api/health`)).json();
+    return slotsBetween((health as { pool: { recent: PoolSlot[] } }).pool.recent, since).reduce(
+      (n, slot) => n + slot.acquired,
+      0,
+    );
+  };
+
   test("retries of a request this process is running, or has just finished, cost no database round trip", async () => {
-    /** Connections the app handed out since `since` (its own per-100 ms record). */
-    const connectionsSince = async (since: number): Promise<number> => {
-      const health = await (await fetch(`${APP_URL}/api/health`)).json();
-      return slotsBetween((health as { pool: { recent: PoolSlot[] } }).pool.recent, since).reduce(
-        (n, slot) => n + slot.acquired,
-        0,
-      );
-    };
     // Through the database each retry takes two (the failed INSERT and the
     // read); from memory none, leaving the health check and background count
     // flushes, so the number of retries separates the two cleanly.
@@ -160,5 +163,30 @@ describe("replays and reuse", () => {
     }
     const afterFinish = await connectionsSince(finished);
     assert.ok(afterFinish < retries, `${afterFinish} connections for ${retries} replays`);
+  });
+
+  test("an answer read from the database is remembered too: the replays after it cost no round trip", async () => {
+    // Stored by someone else (here the sweeper's write-off; or another instance, or this one before a restart).
+    const body = chargeBody();
+    const response = abandonedResponse({ kind: "no_trace" });
+    const written = { phase: "complete", finishedBy: "abandoned", response, body } as const;
+    const key = (await seedRecord({ apiClientId: clientId, ...written })).idempotencyKey!;
+    const first = await postCharge({ apiKey, key, body });
+    assertError(first, 500, "request_abandoned");
+    assert.equal(first.headers.get("idempotent-replay"), "true");
+    const since = Date.now();
+    const retries = 10;
+    for (let i = 0; i < retries; i++) {
+      const replay = await postCharge({ apiKey, key, body });
+      assert.equal(replay.headers.get("idempotent-replay"), "true");
+      assert.equal(replay.text, first.text, "the stored bytes");
+    }
+    const replays = await connectionsSince(since);
+    assert.ok(replays < retries, `${replays} connections for ${retries} replays`);
+    // Remembered for exactly this request: another payload or another client still gets its 422.
+    assertError(await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), 422, "idempotency_key_reused");
+    const other = await newApiClient("other after a remembered replay");
+    assertError(await postCharge({ apiKey: other.apiKey, key, body }), 422, "idempotency_key_reused");
+    assert.equal((await reusesOf(key)).length, 2, "both reuses recorded");
   });
 });

@@ -13,8 +13,8 @@
  * right after.
  */
 import { hostname } from "node:os";
-import { Prisma, type IdempotencyEventKind } from "~/generated/prisma/client";
-import { db } from "~/server/db";
+import type { IdempotencyEventKind } from "~/generated/prisma/client";
+import { db, execute, type Statement } from "~/server/db";
 import { currentLogContext } from "~/server/observability/context";
 import { log } from "~/server/observability/log";
 import { registerRetained } from "~/server/observability/retained";
@@ -92,23 +92,41 @@ export async function flushEvents(): Promise<void> {
   const batch = pending;
   pending = [];
   if (batch.length === 0) return;
-  const rows = batch.map(
-    (e) => Prisma.sql`(${e.at}, ${e.kind}, ${e.requestId ?? null},
-      ${e.idempotencyKey === null ? null : Buffer.from(e.idempotencyKey, "latin1")}, ${e.route}, ${e.apiClientId},
-      ${e.attempt ?? null}, ${e.detail?.slice(0, 64) ?? null}, ${INSTANCE}, ${e.apiRequestId},
-      ${e.answer?.status ?? null}, ${e.answer?.latencyMs ?? null}, ${e.answer?.clientGone ?? null})`,
-  );
   try {
-    await db.$executeRaw`
-      INSERT INTO idempotency_events
-        (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail, instance,
-         api_request_id, status, latency_ms, client_gone)
-      VALUES ${Prisma.join(rows)}`;
+    await execute(insertEvents(batch));
   } catch (error) {
     log.warn({ err: error, pending: batch.length }, "idempotency events not written; retrying");
     pending = [...batch, ...pending].slice(-MAX_PENDING);
     timer ??= setTimeout(() => void flushEvents(), FLUSH_INTERVAL_MS).unref();
   }
+}
+
+/**
+ * One multi-row INSERT, sent through the driver: through Prisma's raw query the same batch cost the app about
+ * ten times the CPU per row (its parameter handling), two or three rows for every request on a money route.
+ */
+function insertEvents(batch: typeof pending): Statement {
+  return {
+    sql: `INSERT INTO idempotency_events
+            (created_at, kind, request_id, idempotency_key, route, api_client_id, attempt, detail, instance,
+             api_request_id, status, latency_ms, client_gone)
+          VALUES ${batch.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+    values: batch.flatMap((e) => [
+      e.at,
+      e.kind,
+      e.requestId ?? null,
+      e.idempotencyKey === null ? null : Buffer.from(e.idempotencyKey, "latin1"),
+      e.route,
+      e.apiClientId,
+      e.attempt ?? null,
+      e.detail?.slice(0, 64) ?? null,
+      INSTANCE,
+      e.apiRequestId,
+      e.answer?.status ?? null,
+      e.answer?.latencyMs ?? null,
+      e.answer?.clientGone ?? null,
+    ]),
+  };
 }
 
 export type TimelineEvent = {

@@ -9,9 +9,10 @@ import type { ClaimInput, StoredResponse } from "./types";
  * - While it works on a claim, the claim is held here: retries get their 409
  *   at once. Its lease in the database outlasts that work (the gateway call is
  *   bounded by the lease), so no one else can take the claim meanwhile.
- * - For a minute after it stored the outcome, retries get the stored response
- *   from here. A complete record never changes, and it lives for hours
- *   (IDEMPOTENCY_KEY_TTL_HOURS) past that minute.
+ * - For a minute after it stored the outcome, or read it from the record to
+ *   replay it, retries get the stored response from here. A complete record
+ *   never changes, and it lives for hours (IDEMPOTENCY_KEY_TTL_HOURS) past that
+ *   minute; the answer here, never past its record's expiry.
  *
  * This never takes a key: ownership is decided only by the unique index. Only
  * the same client with the same payload is answered from here; anything else
@@ -106,7 +107,7 @@ export async function waitForHeldHere(claim: ClaimInput, ms: number): Promise<bo
   return true;
 }
 
-/** Remembers the response just stored for a claim, for the retries that follow (never past the record's expiry). */
+/** Remembers the response stored for a claim, for the retries that follow (never past the record's expiry). */
 export function rememberAnswer(claim: ClaimInput, response: StoredResponse, expiresAt: Date): void {
   if (claim.idempotencyKey === null) return;
   const ttl = Math.min(ANSWER_TTL_MS, expiresAt.getTime() - Date.now());

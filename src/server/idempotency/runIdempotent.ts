@@ -93,6 +93,8 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   const startedAt = performance.now();
   const claimed = await claimOrAnswer(claim);
   metrics.claimSeconds.observe({ result: claimed.kind }, secondsSince(startedAt));
+  // An answer read from the record is remembered like one just stored: a client retrying it sends more.
+  if (claimed.kind === "replay") rememberAnswer(claim, claimed.response, claimed.expiresAt);
   if (claimed.kind !== "claimed") return claimed;
   const { record } = claimed;
   addLogContext({ recordId: String(record.id) });
