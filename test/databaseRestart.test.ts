@@ -4,7 +4,8 @@
  * provider would), so the test can kill it without touching anything else.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -97,12 +98,27 @@ after(async () => {
   await closeConnections();
 });
 
+/**
+ * A server-code CLI, run to its end (exit 0) without blocking this process: waiting in a synchronous call, the
+ * test missed the app closing its idle keep-alive sockets meanwhile (after 5 s), and the next request went out
+ * on a closed one ("other side closed"), when the CLI took that long on a busy machine.
+ */
+async function runCli(script: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, ...script], { env, stdio: "inherit" });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const [code] = await once(child, "exit");
+  clearTimeout(timer);
+  assert.equal(code, 0, `${script.join(" ")} exited ${code}`);
+}
+
 /** One pass of the sweeper, as the worker runs it, with short timings. */
 const sweepOnce = () =>
-  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
-    env: { ...process.env, ...appEnv, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
-    stdio: "inherit",
-    timeout: 60_000,
+  runCli(["src/worker/sweeper.ts", "--once"], {
+    ...process.env,
+    ...appEnv,
+    REAP_AFTER_MS: "1000",
+    GATEWAY_TIMEOUT_MS: "500",
+    LEASE_MARGIN_MS: "200",
   });
 
 /** The claims' leases (the app's gateway timeout + margin) must run out before the sweep may take them. */
@@ -124,11 +140,7 @@ const leasesEnded = () =>
  * admin URL first, as npm start does: this server's, not the run's.
  */
 const reconcileExitsZero = () =>
-  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts", "--since", "10m"], {
-    env: { ...process.env, ...appEnv, DATABASE_ADMIN_URL: databaseUrl },
-    stdio: "inherit",
-    timeout: 60_000,
-  });
+  runCli(["scripts/reconcile.ts", "--since", "10m"], { ...process.env, ...appEnv, DATABASE_ADMIN_URL: databaseUrl });
 
 describe("MariaDB restarted while requests are in flight", () => {
   test("clear 503s meanwhile; after the sweep no duplicate charge and no stuck key", async () => {
@@ -167,9 +179,9 @@ describe("MariaDB restarted while requests are in flight", () => {
     await server.start();
     // Whatever the outage left in progress, the sweeper finishes (reconciling with the gateway).
     await leasesEnded();
-    sweepOnce();
+    await sweepOnce();
     await new Promise((r) => setTimeout(r, 1_100));
-    sweepOnce();
+    await sweepOnce();
     const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
     assert.equal(stuck.length, 0, "no key left in progress");
     // Every claim had reached the gateway, so none may be written off as abandoned.
@@ -194,7 +206,7 @@ describe("MariaDB restarted while requests are in flight", () => {
       assert.equal(Number(local[0]!.n), 1, "one local charge");
       assert.equal(retry.json.gateway_charge_id, charged[0]!.id);
     }
-    reconcileExitsZero();
+    await reconcileExitsZero();
   });
 
   test("refunds in flight: no refund lost or doubled, every hold released or made a refund", async () => {
@@ -229,9 +241,9 @@ describe("MariaDB restarted while requests are in flight", () => {
 
     await server.start();
     await leasesEnded();
-    sweepOnce();
+    await sweepOnce();
     await new Promise((r) => setTimeout(r, 1_100));
-    sweepOnce();
+    await sweepOnce();
     const stuck = await query<unknown[]>("SELECT id FROM idempotent_requests WHERE state = 'in_progress'");
     assert.equal(stuck.length, 0, "nothing left in progress");
     const holds = await query<unknown[]>("SELECT idempotent_request_id FROM refund_holds");
@@ -263,7 +275,7 @@ describe("MariaDB restarted while requests are in flight", () => {
         .sort((x, y) => x.gateway_refund_id.localeCompare(y.gateway_refund_id));
       assert.deepEqual(local, gatewaySide, "one app refund per gateway refund, two each");
     }
-    reconcileExitsZero();
+    await reconcileExitsZero();
   });
 
   test("a killed server can still be stopped (a failed test's after hook does exactly this)", async () => {
