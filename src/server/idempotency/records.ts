@@ -388,9 +388,13 @@ export async function expire(record: IdempotencyRecord): Promise<void> {
 
 /** expire, in bulk: the pruner's batch, oldest first along (state, expires_at). */
 export function pruneBatchStatement(batchSize: number): Statement {
+  // The batch is chosen through the prune index by name, then deleted by primary key: MariaDB has no index hint on
+  // a DELETE, and left to itself it has picked the sweep index (state, updated_at), which at scale reads every
+  // complete record and sorts them. A complete record leaves its state only by being deleted, so the batch holds.
   return {
-    sql: `DELETE FROM idempotent_requests WHERE state = 'complete' AND expires_at < ${DB_NOW}
-          ORDER BY expires_at LIMIT ?`,
+    sql: `DELETE r FROM (SELECT id FROM idempotent_requests FORCE INDEX (idempotent_requests_prune_idx)
+                          WHERE state = 'complete' AND expires_at < ${DB_NOW} ORDER BY expires_at LIMIT ?) batch
+            STRAIGHT_JOIN idempotent_requests r ON r.id = batch.id`,
     values: [batchSize],
   };
 }
