@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { gateway } from "~/server/gateway";
-import { healingKey } from "~/server/ledger/healLateCharge";
+import { healingKeys } from "~/server/ledger/healLateCharge";
 import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
@@ -269,8 +269,8 @@ describe("ledger reconciliation", () => {
 
 describe("healing a late charge", () => {
   /** An operation the sweeper wrote off ("no charge was made"), then charged at the gateway under its key. */
-  async function lateCharge() {
-    const body = chargeBody();
+  async function lateCharge(card = "tok_visa") {
+    const body = chargeBody({ card_token: card });
     const record = await seedRecord({
       apiClientId: clientId,
       phase: "complete",
@@ -294,7 +294,7 @@ describe("healing a late charge", () => {
     assert.equal(charge.amountRefundedCents, charge.amountCents);
     const [refund, ...more] = await db.refund.findMany({ where: { chargeId: charge.id } });
     assert.equal(more.length, 0);
-    assert.equal(refund!.gatewayIdempotencyKey, healingKey(record));
+    assert.equal(refund!.gatewayIdempotencyKey, healingKeys(record)[0]);
     const atGateway = await gatewayRefunds(charge.id);
     assert.deepEqual(
       atGateway.map((r) => r.amount),
@@ -312,6 +312,26 @@ describe("healing a late charge", () => {
     assert.equal(again.healed, 0, "healed once");
     assert.deepEqual(again.findings, []);
     assert.equal((await gatewayRefunds(charge.id)).length, 1);
+  });
+
+  test("a heal the gateway refuses under every key leaves the finding open, and the run goes on", async () => {
+    // Every refund of this charge fails at the gateway (500, nothing refunded); Stripe would replay that 500 to
+    // every later request under the same key, which is why a heal has more than one.
+    const { late } = await lateCharge("tok_refund_error");
+    try {
+      const result = await reconcile(since());
+      assert.equal(result.healed, 0);
+      const finding = result.findings.find((f) => f.gatewayChargeId === late.id);
+      assert.equal(finding?.kind, "gateway_charge_without_app_charge");
+      assert.equal(await db.charge.count({ where: { gatewayChargeId: late.id } }), 0);
+    } finally {
+      // Out of the way of the run's closing reconciliation: nothing can heal it.
+      await removeGatewayCharges([late.id]);
+      await db.ledgerMismatch.updateMany({
+        where: { resolvedAt: null, gatewayChargeId: late.id },
+        data: { resolvedAt: new Date() },
+      });
+    }
   });
 
   test("with healing switched off the late charge stays open for a person, and nothing is refunded", async () => {

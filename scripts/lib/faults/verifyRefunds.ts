@@ -13,6 +13,7 @@ import { db, queryRows } from "~/server/db";
 import { deriveGatewayKey, gateway, type ListedGatewayCharge, type ListedGatewayRefund } from "~/server/gateway";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { healingRoutes } from "~/server/ledger/healLateCharge";
 import type { RefundObservation } from "./run";
 
 export async function allGatewayRefunds(since: Date, until: Date): Promise<ListedGatewayRefund[]> {
@@ -28,17 +29,22 @@ export async function allGatewayRefunds(since: Date, until: Date): Promise<Liste
 
 /**
  * The routes a gateway refund's key may be derived on: a refund operation's, or the healing of a late charge
- * (ledger/healLateCharge.ts), which refunds under the charge operation's key on a route of its own.
+ * (ledger/healLateCharge.ts), which refunds under the charge operation's keys on routes of their own: one
+ * operation, whichever of them its refund was made under.
  */
-const REFUND_KEY_ROUTES = [REFUNDS_ROUTE, `${CHARGES_ROUTE}#heal`];
+const REFUND_KEY_ROUTES: [derivedOn: string, operation: string][] = [
+  [REFUNDS_ROUTE, REFUNDS_ROUTE],
+  ...healingRoutes(CHARGES_ROUTE).map((route): [string, string] => [route, `${CHARGES_ROUTE}#heal`]),
+];
 
-/** The route whose derived key the gateway refund's own metadata gives back, if any. */
+/** The operation route whose derived key the gateway refund's own metadata gives back, if any. */
 function routeOf(r: ListedGatewayRefund): string | null {
   const { metadata } = r;
   if (!metadata || !/^\d{1,19}$/.test(metadata.requestId)) return null;
   const record = { apiClientId: Number(metadata.apiClientId), idempotencyKey: metadata.idempotencyKey };
   const id = BigInt(metadata.requestId);
-  return REFUND_KEY_ROUTES.find((route) => deriveGatewayKey({ ...record, route, id }) === r.idempotencyKey) ?? null;
+  const found = REFUND_KEY_ROUTES.find(([route]) => deriveGatewayKey({ ...record, route, id }) === r.idempotencyKey);
+  return found?.[1] ?? null;
 }
 
 /** The operation a gateway refund belongs to, from what the app sent beside it. */

@@ -10,24 +10,59 @@ import { log } from "~/server/observability/log";
 import { newRefundId } from "~/server/refunds/refundWork";
 
 /**
- * The healing refund's gateway key: derived from the operation, as its charge's key is, on a route of its own,
- * so every attempt at healing one operation reaches the gateway under one key and refunds it once.
+ * How many gateway keys a heal may use. Stripe answers every later request under a key with the 500 it once
+ * answered (for 24 h), so a key whose refund failed cannot heal; the next one can. A second full refund of one
+ * charge is refused by the gateway, so a later key never refunds what an earlier one did.
  */
-export const healingKey = (record: IdempotencyRecord) => deriveGatewayKey({ ...record, route: `${record.route}#heal` });
+const HEALING_KEYS = 3;
+
+/** The routes the healing keys are derived on: the operation's own, marked, and numbered after the first. */
+export const healingRoutes = (route: string) =>
+  Array.from({ length: HEALING_KEYS }, (_, i) => `${route}#heal${i === 0 ? "" : i + 1}`);
+
+/**
+ * The healing refund's gateway keys, in the order they are tried: derived from the operation, as its charge's key
+ * is, on routes of their own, so every attempt at healing one operation reaches the gateway under the same keys.
+ */
+export const healingKeys = (record: IdempotencyRecord) =>
+  healingRoutes(record.route).map((route) => deriveGatewayKey({ ...record, route }));
+
+/**
+ * The late charge's full refund: one an earlier attempt made (asked under each key first: its answer may have
+ * been lost), else made under the first key that gets one. Throws the last failure when none does; the next
+ * reconciliation tries again.
+ */
+async function healingRefund(record: IdempotencyRecord, late: ListedGatewayCharge) {
+  const keys = healingKeys(record);
+  for (const key of keys) {
+    const lookup = await gateway.findRefund({ idempotencyKey: key, chargeId: late.id });
+    if (lookup.kind === "refunded") return { made: lookup.refund, key };
+  }
+  let failure: unknown;
+  for (const key of keys) {
+    try {
+      const made = await gateway.refund(
+        { chargeId: late.id, amountCents: late.amountCents, metadata: metadataFor(record) },
+        { idempotencyKey: key, timeoutMs: env.GATEWAY_TIMEOUT_MS },
+      );
+      return { made, key };
+    } catch (error) {
+      log.warn({ recordId: String(record.id), gatewayCharge: late.id, err: error }, "healing refund failed");
+      failure = error;
+    }
+  }
+  throw failure;
+}
 
 /**
  * A gateway charge made for an operation the app answered "no charge was made" (written off by the sweeper; it
  * arrived late): refunded in full at the gateway, then recorded as what it now is, a charge of that operation
  * given back whole, so the stored answer is true again without a person. Only a charge tied to the operation by
  * its derived key gets here (reconcile.ts, ownerOf); anything else stays a mismatch for a person. Safe to run
- * again after a crash: the refund's key makes the gateway answer the same refund, and rows already written stay.
+ * again after a crash: the refund made is found under its key, and rows already written stay.
  */
 export async function healLateCharge(record: IdempotencyRecord, late: ListedGatewayCharge): Promise<Refund> {
-  const key = healingKey(record);
-  const made = await gateway.refund(
-    { chargeId: late.id, amountCents: late.amountCents, metadata: metadataFor(record) },
-    { idempotencyKey: key, timeoutMs: env.GATEWAY_TIMEOUT_MS },
-  );
+  const { made, key } = await healingRefund(record, late);
   const charge: Charge = {
     ...chargeFromGateway(record, late, late.idempotencyKey),
     amountRefundedCents: late.amountCents,

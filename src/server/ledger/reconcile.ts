@@ -19,6 +19,7 @@ import { db } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { finishUnfinished } from "~/server/idempotency";
 import { withKeylessCount } from "~/server/operations/submitOperation";
+import { log } from "~/server/observability/log";
 import { healLateCharge } from "./healLateCharge";
 import { ownerOf } from "./owner";
 import { reconcileRefunds } from "./reconcileRefunds";
@@ -141,7 +142,13 @@ async function settleOrphan(
           : "the record completed without it",
         { record: { id: String(record.id), phase: record.phase } },
       );
-      return writtenOff && heal ? { healed: await healLateCharge(record, charge), finding: found } : found;
+      if (!writtenOff || !heal) return found;
+      // A heal the gateway would not make (yet) leaves the finding open; the next run tries again.
+      const healed = await healLateCharge(record, charge).catch((error: unknown) => {
+        log.error({ err: error, recordId: String(record.id), gatewayCharge: charge.id }, "late charge not healed");
+        return null;
+      });
+      return healed ? { healed, finding: found } : found;
     }
     case "released":
     case "lease_expired": {
