@@ -117,8 +117,9 @@ describe("a burst of completions", () => {
     const outcomes = await answers;
     assert.ok(outcomes.every((o) => o.kind === "fresh" && o.response.status === 201));
     const busiest = Math.max(...slotsBetween(poolUsage.recent, since).map((s) => s.maxActive));
+    // The key events' flush (events.ts, once a second) may hold one connection beside them.
     assert.ok(
-      busiest <= env.DATABASE_POOL_SIZE / 2,
+      busiest <= env.DATABASE_POOL_SIZE / 2 + 1,
       `${busiest} of ${env.DATABASE_POOL_SIZE} connections for ${n} completions at once`,
     );
     for (const body of bodies) assert.equal((await localCharges(body.customer_id)).length, 1);
