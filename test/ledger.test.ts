@@ -334,6 +334,17 @@ describe("healing a late charge", () => {
     }
   });
 
+  test("a late attempt the gateway declined is recorded as the decline it is; nothing to heal, nothing refunded", async () => {
+    const { record, late } = await lateCharge("tok_declined");
+    const result = await reconcile(since());
+    assert.equal(result.healed, 0, show(result));
+    assert.ok(!result.findings.some((f) => f.gatewayChargeId === late.id), show(result));
+    const charge = await db.charge.findFirstOrThrow({ where: { gatewayChargeId: late.id } });
+    assert.deepEqual([charge.status, charge.idempotentRequestId], ["failed", record.id]);
+    assert.deepEqual(await gatewayRefunds(charge.id), []);
+    assert.deepEqual((await reconcile(since())).findings, [], "in order from then on");
+  });
+
   test("with healing switched off the late charge stays open for a person, and nothing is refunded", async () => {
     const { late } = await lateCharge();
     const result = await reconcileLedger({ since: since(), until: new Date(Date.now() + 2_000), heal: false });

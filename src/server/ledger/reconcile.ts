@@ -14,10 +14,10 @@
 import { hostname } from "node:os";
 import { env } from "~/env";
 import type { Charge, LedgerMismatchKind, Refund } from "~/generated/prisma/client";
-import { chargeCompletion } from "~/server/charges/chargeRows";
+import { chargeCompletion, chargeFromGateway } from "~/server/charges/chargeRows";
 import { db } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
-import { finishUnfinished } from "~/server/idempotency";
+import { finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
 import { withKeylessCount } from "~/server/operations/submitOperation";
 import { log } from "~/server/observability/log";
 import { healLateCharge } from "./healLateCharge";
@@ -100,6 +100,18 @@ function compare(gatewayCharge: ListedGatewayCharge, appCharge: Charge): Finding
   };
 }
 
+/**
+ * A declined gateway charge that arrived after its operation was written off: moved no money, so the stored
+ * answer is true; its failed charge row keeps gateway and app charges 1:1. A run that lost the race to record it
+ * found it recorded.
+ */
+async function recordLateDecline(record: IdempotencyRecord, charge: ListedGatewayCharge): Promise<"repaired"> {
+  await db.charge.create({ data: chargeFromGateway(record, charge, charge.idempotencyKey) }).catch((error: unknown) => {
+    if ((error as { code?: string }).code !== "P2002") throw error;
+  });
+  return "repaired";
+}
+
 /** A late charge given back (healLateCharge.ts): the finding it was, and the refund that healed it. */
 type Healed = { healed: Refund; finding: Finding };
 
@@ -142,6 +154,8 @@ async function settleOrphan(
           : "the record completed without it",
         { record: { id: String(record.id), phase: record.phase } },
       );
+      // Declined after the write-off: "no charge was made" holds, and the attempt is recorded as any decline is.
+      if (writtenOff && charge.status !== "succeeded") return recordLateDecline(record, charge);
       if (!writtenOff || !heal) return found;
       // A heal the gateway would not make (yet) leaves the finding open; the next run tries again.
       const healed = await healLateCharge(record, charge).catch((error: unknown) => {
