@@ -77,32 +77,37 @@ export type RefundResult =
   | { kind: "error" };
 
 export function refundLedger(pool: mariadb.Pool) {
+  /**
+   * One refund, in one transaction, in four round trips: statements that need no answer in between are sent
+   * together (the driver pipelines them), and the refund row is answered as inserted instead of read back. The
+   * charge's row lock comes before every read of its refunds, so a refund that committed while this one waited
+   * is counted.
+   */
   async function refund(attempt: RefundAttempt, charges: ChargeSource): Promise<RefundResult> {
     const conn = await pool.getConnection();
     try {
-      await conn.beginTransaction();
-      const charge = await charges.lock(conn, attempt.chargeRef);
+      const [, charge] = await Promise.all([conn.beginTransaction(), charges.lock(conn, attempt.chargeRef)]);
       if (!charge) return { kind: "no_charge" };
       const behaviour = refundBehaviourFor(charge.card);
-      if (attempt.key !== null) {
-        const [existing] = (await conn.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [
-          attempt.key,
-        ])) as RefundRow[];
-        if (existing)
-          return existing.request_hash === attempt.hash
-            ? { kind: "replay", row: existing, behaviour }
-            : { kind: "mismatch" };
+      const [existing, sum] = await Promise.all([
+        attempt.key === null
+          ? Promise.resolve([] as RefundRow[])
+          : (conn.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [attempt.key]) as Promise<RefundRow[]>),
+        conn.query("SELECT CAST(COALESCE(SUM(amount), 0) AS INT) AS refunded FROM sim_refunds WHERE charge_ref = ?", [
+          attempt.chargeRef,
+        ]) as Promise<{ refunded: number }[]>,
+      ]);
+      if (existing[0]) {
+        return existing[0].request_hash === attempt.hash
+          ? { kind: "replay", row: existing[0], behaviour }
+          : { kind: "mismatch" };
       }
       if (attempt.notAfter && Date.now() > attempt.notAfter.getTime()) return { kind: "expired" };
       if (behaviour.kind === "error") return { kind: "error" };
-      const [sum] = (await conn.query(
-        "SELECT CAST(COALESCE(SUM(amount), 0) AS INT) AS refunded FROM sim_refunds WHERE charge_ref = ?",
-        [attempt.chargeRef],
-      )) as { refunded: number }[];
-      const left = charge.amount - Number(sum?.refunded ?? 0);
+      const left = charge.amount - Number(sum[0]?.refunded ?? 0);
       const amount = attempt.amount ?? left;
       if (amount <= 0 || amount > left) return { kind: "too_large", left };
-      const row = {
+      const row: Omit<RefundRow, "seq"> = {
         id: `${attempt.chargeRef.startsWith("pi_") ? "re" : "gwre"}_${randomBytes(12).toString("hex")}`,
         idempotency_key: attempt.key,
         request_hash: attempt.hash,
@@ -112,7 +117,7 @@ export function refundLedger(pool: mariadb.Pool) {
         metadata: attempt.metadata,
         created_at: new Date(),
       };
-      await conn.query(
+      const inserted = (await conn.query(
         `INSERT INTO sim_refunds (id, idempotency_key, request_hash, charge_ref, amount, currency, metadata, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         [
@@ -125,14 +130,13 @@ export function refundLedger(pool: mariadb.Pool) {
           row.metadata ? JSON.stringify(row.metadata) : null,
           row.created_at,
         ],
-      );
+      )) as { insertId: number | bigint };
       // Checked again once the row is in, in its transaction, as a charge's is (server.ts, insertCharge): an
       // INSERT held up by a lock or a stalled disk past the deadline is rolled back and refunds nothing (the
       // check above alone let a refund land after a sweep had written its operation off).
       if (attempt.notAfter && Date.now() > attempt.notAfter.getTime()) return { kind: "expired" };
       await conn.commit();
-      const [saved] = (await pool.query("SELECT * FROM sim_refunds WHERE id = ?", [row.id])) as RefundRow[];
-      return { kind: "refunded", row: saved!, behaviour };
+      return { kind: "refunded", row: { ...row, seq: inserted.insertId }, behaviour };
     } catch (error) {
       // Two requests with one new key: the loser replays the winner's refund.
       if ((error as { errno?: number }).errno === 1062 && attempt.key !== null) {
