@@ -1,14 +1,16 @@
 /**
  * `atomically` (src/server/db/statements.ts), the one-round-trip transaction
- * that stores a record's answer with the charge: all or nothing, whatever
- * fails, and never a transaction left open on a pooled connection.
+ * that stores a record's answer with the charge, and `insertThen`, the claim
+ * that makes its operation's writes at its own commit (a refund's hold): all
+ * or nothing, whatever fails, and never a transaction left open on a pooled
+ * connection.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
-import { atomically, database, driverErrorCode, execute, queryRows } from "~/server/db";
+import { atomically, database, driverErrorCode, execute, insertThen, queryRows } from "~/server/db";
 import { closeConnections } from "./helpers";
 
 const table = `test_atomically_${process.pid}`;
@@ -34,12 +36,16 @@ before(async () => {
     values: [],
   });
   await execute({
+    sql: `CREATE TABLE ${table}_claims (id INT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(16) UNIQUE) ENGINE=InnoDB`,
+    values: [],
+  });
+  await execute({
     sql: `INSERT INTO ${table} VALUES (1, 'open'), (2, 'open'), (3, 'open'), (4, 'open'), (5, 'open')`,
     values: [],
   });
 });
 after(async () => {
-  await execute({ sql: `DROP TABLE IF EXISTS ${table}, ${table}_writes`, values: [] });
+  await execute({ sql: `DROP TABLE IF EXISTS ${table}, ${table}_writes, ${table}_claims`, values: [] });
   await closeConnections();
 });
 
@@ -109,6 +115,85 @@ describe("atomically", () => {
     }
     assert.equal(await state(5), "open");
     assert.deepEqual(await notes(5), []);
+    await assertNoConnectionLeftInATransaction();
+  });
+});
+
+describe("insertThen", () => {
+  const claimOf = (k: string) => ({ sql: `INSERT INTO ${table}_claims (k) VALUES (?)`, values: [k] });
+  const readOf = (k: string) => ({ sql: `SELECT id, k FROM ${table}_claims WHERE k = ?`, values: [k] });
+  /** A write keyed by the new row's id, and a SELECT of it: what a refund's hold is to its claim. */
+  const noteFor = (note: string) => ({
+    sql: `BEGIN
+      INSERT INTO ${table}_writes (id, note) VALUES (v_inserted_id + 1000, ?);
+      SELECT v_inserted_id + 1000 AS written;
+    END`,
+    values: [note],
+  });
+  const claimed = async (k: string) => (await queryRows<{ id: number }>(readOf(k))).map((r) => Number(r.id));
+
+  test("makes the row and its writes at one commit, and answers the writes' rows", async () => {
+    const result = await insertThen<{ written: number }, never>(claimOf("a"), noteFor("hold a"), readOf("a"));
+    assert.ok("insertId" in result);
+    assert.deepEqual(await claimed("a"), [Number(result.insertId)]);
+    assert.deepEqual(
+      result.rows.map((r) => Number(r.written)),
+      [Number(result.insertId) + 1000],
+    );
+    assert.deepEqual(await notes(Number(result.insertId) + 1000), ["hold a"]);
+    await assertNoConnectionLeftInATransaction();
+  });
+
+  test("on a duplicate key, answers the row that holds it and writes nothing", async () => {
+    const first = await insertThen<unknown, never>(claimOf("b"), noteFor("first"), readOf("b"));
+    assert.ok("insertId" in first);
+    const second = await insertThen<unknown, { id: number; k: string }>(claimOf("b"), noteFor("second"), readOf("b"));
+    assert.ok("duplicate" in second);
+    assert.deepEqual(
+      second.duplicate.map((r) => [Number(r.id), r.k]),
+      [[Number(first.insertId), "b"]],
+    );
+    const written = await queryRows({ sql: `SELECT id FROM ${table}_writes WHERE note = 'second'`, values: [] });
+    assert.deepEqual(written, []);
+    await assertNoConnectionLeftInATransaction();
+  });
+
+  test("writes that fail undo the INSERT, and their error reaches the caller (a duplicate of theirs too)", async () => {
+    const failing = {
+      sql: `BEGIN INSERT INTO ${table}_writes (id, note) VALUES (4, 'clash'); SELECT 1; END`,
+      values: [],
+    };
+    const error = await insertThen(claimOf("c"), failing, readOf("c")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.equal(driverErrorCode(error), 1062, String(error));
+    assert.deepEqual(await claimed("c"), []);
+    await assertNoConnectionLeftInATransaction();
+  });
+
+  test("writes that time out on a lock undo the INSERT", async () => {
+    const outside = await mariadb.createConnection(mysqlConnectionOptions(process.env.DATABASE_URL!));
+    try {
+      await outside.query("BEGIN");
+      await outside.query(`SELECT * FROM ${table} WHERE id = 1 FOR UPDATE`);
+      const waiting = {
+        sql: `BEGIN
+          SET STATEMENT innodb_lock_wait_timeout = 1 FOR UPDATE ${table} SET state = 'held' WHERE id = 1;
+          SELECT 1;
+        END`,
+        values: [],
+      };
+      const error = await insertThen(claimOf("d"), waiting, readOf("d")).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.equal(driverErrorCode(error), 1205, String(error));
+    } finally {
+      await outside.query("ROLLBACK");
+      await outside.end();
+    }
+    assert.deepEqual(await claimed("d"), []);
     await assertNoConnectionLeftInATransaction();
   });
 });

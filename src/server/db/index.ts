@@ -8,6 +8,7 @@ export {
   compoundRows,
   execute,
   insertReturningId,
+  insertThen,
   insertThenRead,
   inTransaction,
   queryRows,

@@ -164,6 +164,49 @@ export async function insertThenRead<Row>(
 }
 
 /**
+ * An INSERT and, if it inserted, `then` in the same transaction, in one round trip and one commit: a compound
+ * statement. `then` is a block (BEGIN ... END, ending with a SELECT: its rows) that reads the new row's id as
+ * `v_inserted_id`; the transaction runs at READ COMMITTED, so that it locks what `then` locks and no gaps. If the
+ * INSERT met a duplicate key, nothing is written and `read` answers instead (the row that holds the key, read
+ * right after). Any other failure of either rolls both back, the INSERT too, and is raised: nothing of a failed
+ * call is left. A claim that makes writes of its own at the same commit is this (idempotency/records.ts).
+ */
+export async function insertThen<ThenRow, ReadRow>(
+  insert: Statement,
+  then: Statement,
+  read: Statement,
+): Promise<{ insertId: bigint; rows: ThenRow[] } | { duplicate: ReadRow[] }> {
+  const sql = `BEGIN NOT ATOMIC
+    DECLARE v_inserted_id BIGINT UNSIGNED DEFAULT NULL;
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; SET autocommit = 1; RESIGNAL; END;
+    SET autocommit = 0;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    START TRANSACTION;
+    BEGIN
+      DECLARE EXIT HANDLER FOR 1062 SET v_inserted_id = NULL;
+      ${insert.sql};
+      SET v_inserted_id = LAST_INSERT_ID();
+    END;
+    SELECT v_inserted_id AS inserted_id;
+    IF v_inserted_id IS NULL THEN
+      ROLLBACK;
+      SET autocommit = 1;
+      ${read.sql};
+    ELSE
+      ${then.sql};
+      COMMIT;
+      SET autocommit = 1;
+    END IF;
+  END`;
+  const values = utcValues([...insert.values, ...read.values, ...then.values]);
+  const [[inserted], rows] = (await onOneConnection((c) =>
+    c.query({ sql, dateStrings: true, typeCast: utcDatetimes }, values),
+  )) as [[{ inserted_id: bigint | number | null }], unknown[]];
+  if (inserted?.inserted_id === null || inserted?.inserted_id === undefined) return { duplicate: rows as ReadRow[] };
+  return { insertId: BigInt(inserted.inserted_id), rows: rows as ThenRow[] };
+}
+
+/**
  * Runs the statements as one transaction in ONE round trip, however many there
  * are: a compound statement (MariaDB's BEGIN NOT ATOMIC) that commits only if
  * the first statement (the fence) changed exactly one row and every other

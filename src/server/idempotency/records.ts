@@ -12,6 +12,7 @@ import {
   db,
   execute,
   insertReturningId,
+  insertThen,
   insertThenRead,
   isDuplicateKeyError,
   isLockConflictError,
@@ -127,13 +128,37 @@ export function claimReadStatement(idempotencyKey: string, route: string): State
 export async function claim(
   claim: ClaimInput,
   now: Date,
-): Promise<{ claimed: IdempotencyRecord } | { found: IdempotencyRecord | null } | { refused: true } | Conflicted> {
+): Promise<
+  | { claimed: IdempotencyRecord; atClaim?: unknown[] }
+  | { found: IdempotencyRecord | null }
+  | { refused: true }
+  | Conflicted
+> {
   if (claim.idempotencyKey === null) return claimKeyless(claim, now);
   const insert = claimStatement(claim, timing);
+  if (claim.atClaim) return claimWithWrites(claim, claim.idempotencyKey, insert, claim.atClaim, now);
   const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
   if ("insertId" in result) return { claimed: claimed(claim, result.insertId, now) };
   if (!isDuplicateKeyError(result.insertError)) return conflictedOrThrow(result.insertError);
   return { found: result.rows[0] ? decodeRecord(result.rows[0], now) : null };
+}
+
+/**
+ * A claim whose operation writes at the same commit (ClaimInput.atClaim): one transaction makes both or neither,
+ * so a failure of either, the writes' lock waits included, leaves nothing and goes round again like a lost INSERT.
+ */
+async function claimWithWrites(
+  claim: ClaimInput,
+  idempotencyKey: string,
+  insert: Statement,
+  atClaim: Statement,
+  now: Date,
+): Promise<{ claimed: IdempotencyRecord; atClaim: unknown[] } | { found: IdempotencyRecord | null } | Conflicted> {
+  const read = byKeyStatement(idempotencyKey, claim.route);
+  const result = await insertThen<unknown, RecordRow>(insert, atClaim, read).catch(conflictedOrThrow);
+  if ("conflicted" in result) return result;
+  if ("insertId" in result) return { claimed: claimed(claim, result.insertId, now), atClaim: result.rows };
+  return { found: result.duplicate[0] ? decodeRecord(result.duplicate[0], now) : null };
 }
 
 /** The record this process just inserted, noted on the key's timeline. */

@@ -96,10 +96,10 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   // An answer read from the record is remembered like one just stored: a client retrying it sends more.
   if (claimed.kind === "replay") rememberAnswer(claim, claimed.response, claimed.expiresAt);
   if (claimed.kind !== "claimed") return claimed;
-  const { record } = claimed;
+  const { record, atClaim } = claimed;
   addLogContext({ recordId: String(record.id) });
   if (claim.idempotencyKey === null) return keylessOutcome(record, work);
-  const outcome = await whileHeld(claim, record, () => workUnderClaim(record, work));
+  const outcome = await whileHeld(claim, record, () => workUnderClaim(record, work, atClaim));
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, outcome.expiresAt);
   return outcome;
 }
@@ -140,7 +140,7 @@ const gatewayAnswered = (result: WorkResult) => result.kind === "complete" && re
 /** The sweeper's answer for an operation it found the gateway never carried out. */
 const isWriteOff = (outcome: IdempotentOutcome) => outcome.kind === "replay" && outcome.finishedBy === "abandoned";
 
-type Claimed = { kind: "claimed"; record: IdempotencyRecord };
+type Claimed = { kind: "claimed"; record: IdempotencyRecord; atClaim?: unknown[] };
 
 /**
  * Claims: the INSERT decides, and when the key is taken, the record that holds
@@ -160,7 +160,7 @@ async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Cla
     if ("refused" in result) return { kind: "refused" };
     if ("claimed" in result) {
       claim.onNewRecord?.();
-      return { kind: "claimed", record: result.claimed };
+      return { kind: "claimed", record: result.claimed, atClaim: result.atClaim };
     }
     if (!result.found) continue; // deleted (expired) between our insert and our read: go round again
     const answer = await answerExisting(result.found, claim, now);
@@ -197,10 +197,11 @@ async function answerExisting(
 export async function workUnderClaim(
   taken: IdempotencyRecord,
   work: (held: HeldClaim) => Promise<WorkResult>,
+  atClaim?: unknown[],
 ): Promise<IdempotentOutcome> {
   const record = await withTimeToWork(taken);
   if (!record) return currentAnswer(taken);
-  const held: HeldClaim = { record, deadline: records.deadlineOf(leaseOf(record)) };
+  const held: HeldClaim = { record, deadline: records.deadlineOf(leaseOf(record)), atClaim };
   let result: WorkResult;
   try {
     result = await work(held);

@@ -17,6 +17,13 @@ export type ClaimInput = {
   admission?: Admission;
   /** Called once when this claim made a new record (not on a replay, a 409 or a take-over): an operation began. */
   onNewRecord?: () => void;
+  /**
+   * Keyed only: writes of the operation's own made in the transaction that makes its record, at the same commit
+   * (a refund's hold), as a block that ends with a SELECT and reads the new record's id as `v_inserted_id`
+   * (db/statements.ts, insertThen). Its rows reach the work as `HeldClaim.atClaim`; a take-over of the record
+   * makes none, so work must not count on them.
+   */
+  atClaim?: Statement;
 };
 
 /**
@@ -38,6 +45,8 @@ export type HeldClaim = {
   record: IdempotencyRecord;
   /** Work must end by then (the lease ends a margin later); a call to the gateway is bounded by it. */
   deadline: Date;
+  /** The rows of the claim's `atClaim` writes, when this request's claim made the record. */
+  atClaim?: unknown[];
 };
 
 /**

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { ApiErrorCode, ErrorDetails } from "~/server/http/apiError";
+import type { Statement } from "~/server/db";
 import type { HeldClaim, StoredResponse, WorkResult } from "~/server/idempotency";
 
 /** A refusal decided before any key is claimed: nothing is stored, and the key stays usable. */
@@ -21,6 +22,11 @@ export type MoneyOperation<Input> = {
   ) => { customerId: string | null; fields: Record<string, unknown> };
   /** A refusal that needs the database but no claim (a refund of a charge that cannot be refunded). */
   precheck?: (apiClientId: number, input: Input) => Promise<Refusal | null>;
+  /**
+   * Writes made with a keyed operation's record, at its claim's commit (idempotency: ClaimInput.atClaim), whose
+   * rows reach `work` as `held.atClaim` when its claim made the record (a refund's hold).
+   */
+  atClaim?: (apiClientId: number, input: Input) => Statement;
   /** The work under a held claim: one gateway call under the derived key, and the rows to store with the answer. */
   work: (held: HeldClaim, input: Input) => Promise<WorkResult>;
   /** What happened to an operation nobody finished, asked of the gateway without creating anything. */

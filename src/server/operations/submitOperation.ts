@@ -114,6 +114,7 @@ async function claimAndWork<Input>(
     fields: shown.fields,
     admission,
     onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, operation.route),
+    atClaim: idempotencyKey === null ? undefined : operation.atClaim?.(args.apiClientId, input),
   };
   const work = (held: HeldClaim) => operation.work(held, input).then((r) => withKeylessCount(held.record, r));
   const outcome = await runIdempotent(claim, work, {

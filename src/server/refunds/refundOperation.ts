@@ -1,5 +1,6 @@
 import { queryRows } from "~/server/db";
 import type { MoneyOperation, Refusal } from "~/server/operations/moneyOperation";
+import { holdAtClaim } from "./holds";
 import { refundOnGateway, settleRefund } from "./refundWork";
 import { createRefundSchema, type CreateRefundInput } from "./schema";
 
@@ -36,6 +37,7 @@ export const refundOperation: MoneyOperation<CreateRefundInput> = {
   schema: createRefundSchema,
   shown: (body) => ({ customerId: null, fields: body }),
   precheck: refusalFor,
+  atClaim: holdAtClaim,
   work: refundOnGateway,
   settle: settleRefund,
   unknownOutcome: "refund_outcome_unknown",

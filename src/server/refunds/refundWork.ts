@@ -75,7 +75,7 @@ function refundCompletion(
  * the hold: the next attempt, or the sweeper, asks the gateway again under the same key.
  */
 export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput): Promise<WorkResult> {
-  const holding = await holdAmount(held.record, input);
+  const holding = await holdAmount(held.record, input, held.atClaim);
   if (holding.kind === "nothing_left") {
     return { kind: "complete", response: nothingLeftResponse(holding.left), writes: [] };
   }
