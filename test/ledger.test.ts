@@ -334,7 +334,7 @@ describe("healing a late charge", () => {
     }
   });
 
-  test("a late attempt the gateway declined is recorded as the decline it is; nothing to heal, nothing refunded", async () => {
+  test("a late attempt the gateway declined is recorded as the decline it is: nothing to heal or refund", async () => {
     const { record, late } = await lateCharge("tok_declined");
     const result = await reconcile(since());
     assert.equal(result.healed, 0, show(result));

@@ -32,14 +32,18 @@ type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReaso
  * its row lock, then the operation's own hold; holds `wanted` (or what is left) only if it fits. Ends with a
  * SELECT of what it read and the operation's hold, if it has one now. `recordId` is the operation's record: `?`
  * for a record's id sent with it, or the SQL that names the record being made (idempotency: ClaimInput.atClaim).
+ * Made with the record, it does not wait for a charge another transaction has locked: the record would stay
+ * invisible to retries and lookups until the wait ended; the claim is then made alone and the work holds.
  */
 function holdBlock(recordId: "?" | "v_inserted_id") {
+  // NOWAIT is refused inside a compound statement; a lock wait timeout of 0 is the same.
+  const noWait = recordId === "?" ? "" : "SET STATEMENT innodb_lock_wait_timeout = 0 FOR";
   return `BEGIN
     DECLARE v_charged, v_refunded, v_held, v_own, v_wanted INT DEFAULT NULL;
     DECLARE v_reason VARCHAR(32) DEFAULT NULL;
     DECLARE v_currency CHAR(3) DEFAULT NULL;
     DECLARE v_gateway VARCHAR(64) DEFAULT NULL;
-    SELECT amount_cents, amount_refunded_cents, refund_held_cents, currency, gateway_charge_id
+    ${noWait} SELECT amount_cents, amount_refunded_cents, refund_held_cents, currency, gateway_charge_id
       INTO v_charged, v_refunded, v_held, v_currency, v_gateway
       FROM charges WHERE id = ? AND api_client_id = ? AND status = 'succeeded' FOR UPDATE;
     IF v_charged IS NOT NULL THEN
