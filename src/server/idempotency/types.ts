@@ -21,8 +21,8 @@ export type ClaimInput = {
    * Keyed only: writes of the operation's own made in the transaction that makes its record, at the same commit
    * (a refund's hold), as a block that ends with a SELECT and reads the new record's id as `v_inserted_id`
    * (db/statements.ts, insertThen). Its rows reach the work as `HeldClaim.atClaim`; a take-over of the record
-   * makes none, so work must not count on them. They must not wait for locks (a lock wait timeout of 0): the record is invisible
-   * until they commit. On a lock conflict the claim is made without them.
+   * makes none, so work must not count on them. They must not wait for locks (a lock wait timeout of 0): the
+   * record is invisible until they commit. On a lock conflict the claim is made without them.
    */
   atClaim?: Statement;
 };
