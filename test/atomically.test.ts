@@ -49,6 +49,13 @@ after(async () => {
   await closeConnections();
 });
 
+/** The error a call fails with, or undefined if it succeeds. */
+const errorOf = (call: Promise<unknown>) =>
+  call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+
 /** Every connection of the pool (all of them, so the one atomically used too): autocommit, no transaction open. */
 async function assertNoConnectionLeftInATransaction() {
   const connections = await Promise.all(
@@ -85,10 +92,7 @@ describe("atomically", () => {
 
   test("a failing write undoes everything and its error reaches the caller; no transaction stays open", async () => {
     await execute(write(4, "already there"));
-    const error = await atomically([fence(4, "open", "done"), write(4, "charge")]).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await errorOf(atomically([fence(4, "open", "done"), write(4, "charge")]));
     assert.equal(driverErrorCode(error), 1062, String(error));
     assert.equal(await state(4), "open");
     assert.deepEqual(await notes(4), ["already there"]);
@@ -104,10 +108,7 @@ describe("atomically", () => {
       await outside.query(`INSERT INTO ${table}_writes (id, note) VALUES (5, 'elsewhere')`);
       const insert = write(5, "charge");
       const slow = { ...insert, sql: `SET STATEMENT innodb_lock_wait_timeout = 1 FOR ${insert.sql}` };
-      const error = await atomically([fence(5, "open", "done"), slow]).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await errorOf(atomically([fence(5, "open", "done"), slow]));
       assert.equal(driverErrorCode(error), 1205, String(error));
     } finally {
       await outside.query("ROLLBACK");
@@ -163,10 +164,7 @@ describe("insertThen", () => {
       sql: `BEGIN INSERT INTO ${table}_writes (id, note) VALUES (4, 'clash'); SELECT 1; END`,
       values: [],
     };
-    const error = await insertThen(claimOf("c"), failing, readOf("c")).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await errorOf(insertThen(claimOf("c"), failing, readOf("c")));
     assert.equal(driverErrorCode(error), 1062, String(error));
     assert.deepEqual(await claimed("c"), []);
     await assertNoConnectionLeftInATransaction();
@@ -184,10 +182,7 @@ describe("insertThen", () => {
         END`,
         values: [],
       };
-      const error = await insertThen(claimOf("d"), waiting, readOf("d")).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await errorOf(insertThen(claimOf("d"), waiting, readOf("d")));
       assert.equal(driverErrorCode(error), 1205, String(error));
     } finally {
       await outside.query("ROLLBACK");

@@ -128,6 +128,22 @@ export async function gatewayRefunds(chargeId: string) {
   return refundsOfCharge(gatewayDb(), charge.gatewayChargeId);
 }
 
+/** What the app and the gateway say was refunded of a charge. */
+export async function refundedOf(chargeId: string) {
+  const charge = await db.charge.findUniqueOrThrow({ where: { id: chargeId } });
+  const app = await db.refund.findMany({ where: { chargeId } });
+  const gateway = await gatewayRefunds(chargeId);
+  return {
+    charged: charge.amountCents,
+    refunded: charge.amountRefundedCents,
+    held: charge.refundHeldCents,
+    appSum: app.reduce((s, r) => s + r.amountCents, 0),
+    gatewaySum: gateway.reduce((s, r) => s + r.amount, 0),
+    appCount: app.length,
+    gatewayCount: gateway.length,
+  };
+}
+
 export async function localCharges(customerId: string) {
   return db.charge.findMany({ where: { customerId } });
 }

@@ -14,6 +14,7 @@ import {
   closeConnections,
   db,
   gatewayRefunds,
+  refundedOf,
   newApiClient,
   newCharge,
   postCharge,
@@ -37,22 +38,6 @@ const getJson = async (path: string) => {
   const res = await fetch(`${APP_URL}${path}`, { headers: { Authorization: `Bearer ${apiKey}` } });
   return { status: res.status, json: await res.json() };
 };
-
-/** What the app and the gateway say was refunded of a charge. */
-async function refundedOf(chargeId: string) {
-  const charge = await db.charge.findUniqueOrThrow({ where: { id: chargeId } });
-  const app = await db.refund.findMany({ where: { chargeId } });
-  const gateway = await gatewayRefunds(chargeId);
-  return {
-    charged: charge.amountCents,
-    refunded: charge.amountRefundedCents,
-    held: charge.refundHeldCents,
-    appSum: app.reduce((s, r) => s + r.amountCents, 0),
-    gatewaySum: gateway.reduce((s, r) => s + r.amount, 0),
-    appCount: app.length,
-    gatewayCount: gateway.length,
-  };
-}
 
 describe("POST /api/refunds", () => {
   test("201 with the refund; the charge shows amount_refunded_cents and refunds; GET /api/refunds/:id", async () => {
