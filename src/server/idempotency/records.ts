@@ -150,7 +150,7 @@ export async function claim(
 
 /**
  * A claim whose operation writes at the same commit (ClaimInput.atClaim): one transaction makes both or neither,
- * so a failure of either, the writes' lock waits included, leaves nothing and goes round again like a lost INSERT.
+ * so a failure of either leaves nothing; a lock conflict (the writes do not wait) is answered `conflicted`.
  */
 async function claimWithWrites(
   claim: ClaimInput,
