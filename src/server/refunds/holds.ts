@@ -99,7 +99,7 @@ export const holdAtClaim = (apiClientId: number, request: HoldRequest): Statemen
   values: holdValues(null, apiClientId, request),
 });
 
-export type Holding = { kind: "held"; hold: Hold } | { kind: "nothing_left"; left: number };
+type Holding = { kind: "held"; hold: Hold } | { kind: "nothing_left"; left: number };
 
 /**
  * Holds the refund's amount on its charge before the gateway is called: under the charge's row lock, the
