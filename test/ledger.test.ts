@@ -9,9 +9,11 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { env } from "~/env";
 import { db } from "~/server/db";
-import { gateway } from "~/server/gateway";
+import { deriveGatewayKey, gateway, metadataFor } from "~/server/gateway";
 import { healingKeys } from "~/server/ledger/healLateCharge";
 import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
+import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { abandonedRefundResponse } from "~/server/refunds/responses";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import {
@@ -23,6 +25,7 @@ import {
   newApiClient,
   postCharge,
   recordOf,
+  refundedOf,
   removeGatewayCharges,
   seedRecord,
   uniqueKey,
@@ -373,5 +376,73 @@ describe("healing a late charge", () => {
     assert.equal(result.healed, 0);
     await removeGatewayCharges([stranger.id]);
     await reconcile(since());
+  });
+});
+
+describe("recording a late refund", () => {
+  /**
+   * A refund operation the sweeper wrote off ("no refund was made", its hold given back), then refunded at the
+   * gateway under its own key: a request held up past its write-off (Stripe has no deadline to refuse it by).
+   */
+  async function lateRefund(amountCents: number) {
+    const made = await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ amount_cents: 1000 }) });
+    const charge = await db.charge.findUniqueOrThrow({ where: { id: (made.json as { id: string }).id } });
+    const body = { charge: charge.id, amount_cents: amountCents, reason: "duplicate" };
+    const record = await seedRecord({
+      apiClientId: clientId,
+      route: REFUNDS_ROUTE,
+      phase: "complete",
+      body,
+      ageMs: 5_000,
+      finishedBy: "abandoned",
+      response: abandonedRefundResponse,
+    });
+    await db.idempotentRequest.update({ where: { id: record.id }, data: { requestFields: JSON.stringify(body) } });
+    const late = await gateway.refund(
+      { chargeId: charge.gatewayChargeId, amountCents, metadata: metadataFor(record) },
+      { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
+    );
+    await sleep(env.GATEWAY === "stripe" ? 1_500 : 0); // Stripe's `created` is whole seconds
+    return { charge, record, late };
+  }
+
+  test("recorded as the operation's refund: rows 1:1, the charge's refunded amount adds up, audited", async () => {
+    const { charge, record, late } = await lateRefund(300);
+    const result = await reconcile(since());
+    assert.ok(!result.findings.some((f) => f.subject === late.id), show(result.findings));
+    assert.ok(result.repaired >= 1, show(result));
+    const [refund, ...more] = await db.refund.findMany({ where: { chargeId: charge.id } });
+    assert.equal(more.length, 0);
+    assert.deepEqual(
+      [refund!.gatewayRefundId, refund!.idempotentRequestId, refund!.amountCents, refund!.reason],
+      [late.id, record.id, 300, "duplicate"],
+    );
+    const money = await refundedOf(charge.id);
+    assert.deepEqual([money.refunded, money.held], [300, 0]);
+    assert.equal((await gatewayRefunds(charge.id)).length, 1, "nothing refunded again");
+    const audit = await db.auditEvent.findFirstOrThrow({
+      where: { action: "ledger.late_refund_recorded", targetId: charge.id },
+    });
+    assert.equal(audit.actorType, "system");
+    assert.deepEqual((await reconcile(since())).findings, [], "in order from then on");
+    assert.equal(await db.refund.count({ where: { chargeId: charge.id } }), 1, "recorded once");
+  });
+
+  test("while holds in flight leave no room for it, it stays a finding; once they end, it is recorded", async () => {
+    const { charge, late } = await lateRefund(600);
+    // Another refund holds what is left in the app (its gateway call would now be refused): 600 does not fit.
+    await db.charge.update({ where: { id: charge.id }, data: { refundHeldCents: 500 } });
+    try {
+      const held = await reconcile(since());
+      const finding = held.findings.find((f) => f.subject === late.id);
+      assert.equal(finding?.kind, "gateway_refund_without_app_refund", show(held.findings));
+      assert.equal(await db.refund.count({ where: { chargeId: charge.id } }), 0);
+      assert.equal((await refundedOf(charge.id)).refunded, 0, "refunded + held never exceeds the charge");
+    } finally {
+      await db.charge.update({ where: { id: charge.id }, data: { refundHeldCents: 0 } });
+    }
+    const later = await reconcile(since());
+    assert.ok(!later.findings.some((f) => f.subject === late.id), show(later.findings));
+    assert.equal((await refundedOf(charge.id)).refunded, 600);
   });
 });

@@ -14,8 +14,9 @@ import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 
 /**
  * Where each protocol's money lands: the table, and the prefix of the simulator's random ids in it. Through
- * Stripe's, refunds are left alone: Stripe cannot be told not to carry a refund out late and nothing gives a late
- * refund back, so one held past its write-off lands after "no refund was made" (an open risk, docs/stripe.md).
+ * Stripe's, refunds are left alone: Stripe cannot be told not to carry a refund out late and a refund cannot be
+ * taken back, so one held past its write-off lands after "no refund was made" (recorded by the reconciliation,
+ * the stored answer still untrue: the open risk in docs/stripe.md).
  */
 const MONEY_TABLES = {
   sim: [

@@ -29,6 +29,7 @@ export const AUDIT_ACTIONS = [
   "client_mode.changed",
   "ledger_mismatch.resolved",
   "ledger.late_charge_healed",
+  "ledger.late_refund_recorded",
   "refund.created",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -3,7 +3,8 @@
  * refunds, as reconcile.ts compares charges. Finds a gateway refund the app does not know, an app refund the
  * gateway does not have, a different amount, more than one gateway refund for one operation, and a charge whose
  * refunds exceed it or do not add up to its refunded amount. Repairs what it can prove: a gateway refund whose
- * derived key names a record nobody is finishing is settled as the sweeper would.
+ * derived key names a record nobody is finishing is settled as the sweeper would, and one that landed after its
+ * operation was written off is recorded (recordLateRefund.ts).
  */
 import type { Refund } from "~/generated/prisma/client";
 import { db, queryRows } from "~/server/db";
@@ -11,6 +12,7 @@ import { gateway, type ListedGatewayRefund } from "~/server/gateway";
 import { finishUnfinished } from "~/server/idempotency";
 import { settleRecord } from "~/server/moneyRoutes";
 import { ownerOf } from "./owner";
+import { recordLateRefund } from "./recordLateRefund";
 import type { Finding } from "./reconcile";
 
 export type RefundReconciliation = {
@@ -58,7 +60,13 @@ async function settleOrphan(refund: ListedGatewayRefund): Promise<"repaired" | "
       return "in_flight";
     case "complete": {
       const recorded = await db.refund.findUnique({ where: { gatewayIdempotencyKey: refund.idempotencyKey } });
-      return recorded ? (compare(refund, recorded) ?? "in_order") : finding("the record completed without it");
+      if (recorded) return compare(refund, recorded) ?? "in_order";
+      if (record.phase.finishedBy !== "abandoned") return finding("the record completed without it");
+      // Refunded after the operation was answered "no refund was made": recorded, since it cannot be undone.
+      const late = await recordLateRefund(record, refund);
+      return late
+        ? "repaired"
+        : finding("refunded after its operation was written off; it does not fit the charge yet");
     }
     case "released":
     case "lease_expired": {

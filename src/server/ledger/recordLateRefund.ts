@@ -1,0 +1,68 @@
+import type { Refund } from "~/generated/prisma/client";
+import { recordAudit } from "~/server/audit/audit";
+import { db, isDuplicateKeyError } from "~/server/db";
+import type { ListedGatewayRefund } from "~/server/gateway";
+import { NO_REQUEST } from "~/server/http/requestInfo";
+import type { IdempotencyRecord } from "~/server/idempotency";
+import { log } from "~/server/observability/log";
+import { newRefundId } from "~/server/refunds/refundWork";
+
+/**
+ * A gateway refund made for an operation the app answered "no refund was made" (written off by the sweeper; the
+ * request reached the gateway late, and Stripe has no deadline to refuse it by). A refund cannot be taken back,
+ * so it is recorded as the refund of that operation it is: gateway and app refunds stay 1:1 and the charge's
+ * refunded amount adds up. Only while refunded + held + this amount fits the charge, decided under the charge's
+ * row lock: the gateway's own limit makes it fit once the holds in flight end, so until then it stays a finding
+ * and the next run asks again (null). Audited, because the operation's stored answer is no longer true.
+ */
+export async function recordLateRefund(record: IdempotencyRecord, late: ListedGatewayRefund): Promise<Refund | null> {
+  try {
+    return await db.$transaction(async (tx) => {
+      // The charge the operation named, checked against the one the gateway refunded.
+      const [charge] = await tx.$queryRaw<{ id: string; currency: string; reason: string | null }[]>`
+        SELECT c.id, c.currency, JSON_VALUE(r.request_fields, '$.reason') AS reason
+          FROM idempotent_requests r JOIN charges c ON c.id = JSON_VALUE(r.request_fields, '$.charge')
+         WHERE r.id = ${record.id} AND c.api_client_id = ${record.apiClientId}
+           AND c.gateway_charge_id = ${late.chargeId}`;
+      if (!charge) return null;
+      const fits = await tx.$executeRaw`
+        UPDATE charges SET amount_refunded_cents = amount_refunded_cents + ${late.amountCents}
+         WHERE id = ${charge.id} AND amount_refunded_cents + refund_held_cents + ${late.amountCents} <= amount_cents`;
+      if (fits !== 1) return null;
+      const refund = await tx.refund.create({
+        data: {
+          id: newRefundId(),
+          chargeId: charge.id,
+          apiClientId: record.apiClientId,
+          amountCents: late.amountCents,
+          currency: charge.currency,
+          reason: charge.reason as Refund["reason"],
+          gatewayRefundId: late.id,
+          gatewayIdempotencyKey: late.idempotencyKey,
+          idempotentRequestId: record.id,
+          createdAt: late.createdAt,
+        },
+      });
+      await recordAudit(
+        { actor: { type: "system", name: "reconciliation" }, request: NO_REQUEST },
+        {
+          action: "ledger.late_refund_recorded",
+          target: { type: "charge", id: charge.id },
+          details: {
+            record: String(record.id),
+            gateway_refund: late.id,
+            refund: refund.id,
+            amount_cents: late.amountCents,
+          },
+        },
+        tx,
+      );
+      log.warn({ recordId: String(record.id), gatewayRefund: late.id, refund: refund.id }, "late refund recorded");
+      return refund;
+    });
+  } catch (error) {
+    // Another run recorded it first: the unique gateway key decided.
+    if (!isDuplicateKeyError(error)) throw error;
+    return db.refund.findUnique({ where: { gatewayIdempotencyKey: late.idempotencyKey } });
+  }
+}
