@@ -30,14 +30,18 @@ type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReaso
  * The hold, decided in the server in one round trip (seven round trips as separate statements made a refund a
  * quarter slower than a charge: bench README), as a block that runs inside a transaction: reads the charge under
  * its row lock, then the operation's own hold; holds `wanted` (or what is left) only if it fits. Ends with a
- * SELECT of what it read and the operation's hold, if it has one now. `recordId` is the operation's record: `?`
- * for a record's id sent with it, or the SQL that names the record being made (idempotency: ClaimInput.atClaim).
- * Made with the record, it does not wait for a charge another transaction has locked: the record would stay
- * invisible to retries and lookups until the wait ended; the claim is then made alone and the work holds.
+ * SELECT of what it read and the operation's hold, if it has one now. The record is one sent by id (`?`), or the
+ * one being made in the same transaction (`atClaim`, idempotency: ClaimInput.atClaim), which has no hold to look
+ * for yet. Made with the record, it does not wait for a charge another transaction has locked: the record would
+ * stay invisible to retries and lookups until the wait ended; the claim is then made alone and the work holds.
  */
-function holdBlock(recordId: "?" | "v_inserted_id") {
+function holdBlock({ atClaim }: { atClaim: boolean }) {
+  const recordId = atClaim ? "v_inserted_id" : "?";
   // NOWAIT is refused inside a compound statement; a lock wait timeout of 0 is the same.
-  const noWait = recordId === "?" ? "" : "SET STATEMENT innodb_lock_wait_timeout = 0 FOR";
+  const noWait = atClaim ? "SET STATEMENT innodb_lock_wait_timeout = 0 FOR" : "";
+  const ownHold = atClaim
+    ? ""
+    : "SELECT amount_cents, reason INTO v_own, v_reason FROM refund_holds WHERE idempotent_request_id = ?;";
   return `BEGIN
     DECLARE v_charged, v_refunded, v_held, v_own, v_wanted INT DEFAULT NULL;
     DECLARE v_reason VARCHAR(32) DEFAULT NULL;
@@ -47,7 +51,7 @@ function holdBlock(recordId: "?" | "v_inserted_id") {
       INTO v_charged, v_refunded, v_held, v_currency, v_gateway
       FROM charges WHERE id = ? AND api_client_id = ? AND status = 'succeeded' FOR UPDATE;
     IF v_charged IS NOT NULL THEN
-      SELECT amount_cents, reason INTO v_own, v_reason FROM refund_holds WHERE idempotent_request_id = ${recordId};
+      ${ownHold}
       IF v_own IS NULL THEN
         SET v_wanted = COALESCE(?, v_charged - v_refunded - v_held);
         IF v_wanted > 0 AND v_wanted <= v_charged - v_refunded - v_held THEN
@@ -63,15 +67,16 @@ function holdBlock(recordId: "?" | "v_inserted_id") {
   END`;
 }
 
+/** holdBlock's values in the order of its `?`s; `recordId` is null when the record is the one being made. */
 function holdValues(recordId: bigint | null, apiClientId: number, request: HoldRequest): unknown[] {
   const reason = request.reason ?? null;
   const id = recordId === null ? [] : [recordId];
   return [
     request.charge,
     apiClientId,
-    ...id,
+    ...id, // the own hold's read
     request.amount_cents ?? null,
-    ...id,
+    ...id, // the hold's record
     request.charge,
     reason,
     request.charge,
@@ -85,7 +90,7 @@ const HOLD_SQL = `BEGIN NOT ATOMIC
   SET autocommit = 0;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  ${holdBlock("?")};
+  ${holdBlock({ atClaim: false })};
   COMMIT;
   SET autocommit = 1;
 END`;
@@ -95,7 +100,7 @@ END`;
  * a keyed refund's common case, one round trip and one commit fewer than holding after the claim.
  */
 export const holdAtClaim = (apiClientId: number, request: HoldRequest): Statement => ({
-  sql: holdBlock("v_inserted_id"),
+  sql: holdBlock({ atClaim: true }),
   values: holdValues(null, apiClientId, request),
 });
 
