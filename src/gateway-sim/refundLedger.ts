@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import type * as mariadb from "mariadb";
 import { MAX_SLOW_MS } from "./behaviour";
 
+/** `amount` is in the charge's index so that the sum of a charge's refunds, read by every refund, reads it alone. */
 export const REFUNDS_TABLE = `CREATE TABLE IF NOT EXISTS sim_refunds (
   id VARCHAR(40) NOT NULL PRIMARY KEY,
   idempotency_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
@@ -23,7 +24,7 @@ export const REFUNDS_TABLE = `CREATE TABLE IF NOT EXISTS sim_refunds (
   seq BIGINT NOT NULL AUTO_INCREMENT,
   UNIQUE KEY sim_refunds_idempotency_key (idempotency_key),
   UNIQUE KEY sim_refunds_seq (seq),
-  KEY sim_refunds_charge (charge_ref, seq),
+  KEY sim_refunds_charge (charge_ref, seq, amount),
   KEY sim_refunds_created (created_at, seq)
 ) DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`;
 
@@ -78,35 +79,46 @@ export type RefundResult =
 
 export function refundLedger(pool: mariadb.Pool) {
   /**
-   * One refund, in one transaction, in four round trips: statements that need no answer in between are sent
-   * together (the driver pipelines them), and the refund row is answered as inserted instead of read back. The
-   * charge's row lock comes before every read of its refunds, so a refund that committed while this one waited
-   * is counted.
+   * One refund, in one transaction, in three round trips: the lock and the sum of the charge's refunds are sent
+   * with BEGIN (the driver pipelines them, the server runs them in order, so a refund that committed while this
+   * one waited for the lock is counted), then the INSERT, then COMMIT. The key decides by its unique index: a
+   * second refund under it fails on the INSERT and replays. Only a request about to be refused first asks whether
+   * its key already refunded, so that a retry of a refund that took what was left still replays.
    */
   async function refund(attempt: RefundAttempt, charges: ChargeSource): Promise<RefundResult> {
     const conn = await pool.getConnection();
+    // A replay answers as the charge's refunds behave (a refund that failed after refunding fails again).
+    let behaviour: RefundBehaviour = { kind: "succeed", delayMs: 0 };
     try {
-      const [, charge] = await Promise.all([conn.beginTransaction(), charges.lock(conn, attempt.chargeRef)]);
-      if (!charge) return { kind: "no_charge" };
-      const behaviour = refundBehaviourFor(charge.card);
-      const [existing, sum] = await Promise.all([
-        attempt.key === null
-          ? Promise.resolve([] as RefundRow[])
-          : (conn.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [attempt.key]) as Promise<RefundRow[]>),
+      const [, charge, sum] = await Promise.all([
+        conn.beginTransaction(),
+        charges.lock(conn, attempt.chargeRef),
         conn.query("SELECT CAST(COALESCE(SUM(amount), 0) AS INT) AS refunded FROM sim_refunds WHERE charge_ref = ?", [
           attempt.chargeRef,
         ]) as Promise<{ refunded: number }[]>,
       ]);
-      if (existing[0]) {
-        return existing[0].request_hash === attempt.hash
-          ? { kind: "replay", row: existing[0], behaviour }
-          : { kind: "mismatch" };
-      }
-      if (attempt.notAfter && Date.now() > attempt.notAfter.getTime()) return { kind: "expired" };
-      if (behaviour.kind === "error") return { kind: "error" };
+      if (!charge) return { kind: "no_charge" };
+      behaviour = refundBehaviourFor(charge.card);
       const left = charge.amount - Number(sum[0]?.refunded ?? 0);
       const amount = attempt.amount ?? left;
-      if (amount <= 0 || amount > left) return { kind: "too_large", left };
+      const refusal: RefundResult | null =
+        attempt.notAfter && Date.now() > attempt.notAfter.getTime()
+          ? { kind: "expired" }
+          : behaviour.kind === "error"
+            ? { kind: "error" }
+            : amount <= 0 || amount > left
+              ? { kind: "too_large", left }
+              : null;
+      if (refusal) {
+        const [existing] =
+          attempt.key === null
+            ? []
+            : ((await conn.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [attempt.key])) as RefundRow[]);
+        if (!existing) return refusal;
+        return existing.request_hash === attempt.hash
+          ? { kind: "replay", row: existing, behaviour }
+          : { kind: "mismatch" };
+      }
       const row: Omit<RefundRow, "seq"> = {
         id: `${attempt.chargeRef.startsWith("pi_") ? "re" : "gwre"}_${randomBytes(12).toString("hex")}`,
         idempotency_key: attempt.key,
@@ -138,15 +150,13 @@ export function refundLedger(pool: mariadb.Pool) {
       await conn.commit();
       return { kind: "refunded", row: { ...row, seq: inserted.insertId }, behaviour };
     } catch (error) {
-      // Two requests with one new key: the loser replays the winner's refund.
+      // The key has refunded already (or a request racing this one with it just did): replayed.
       if ((error as { errno?: number }).errno === 1062 && attempt.key !== null) {
         await conn.rollback().catch(() => {});
         const [existing] = (await pool.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [
           attempt.key,
         ])) as RefundRow[];
-        if (existing && existing.request_hash === attempt.hash) {
-          return { kind: "replay", row: existing, behaviour: { kind: "succeed", delayMs: 0 } };
-        }
+        if (existing && existing.request_hash === attempt.hash) return { kind: "replay", row: existing, behaviour };
         return { kind: "mismatch" };
       }
       throw error;
