@@ -28,6 +28,10 @@ export const REFUNDS_TABLE = `CREATE TABLE IF NOT EXISTS sim_refunds (
   KEY sim_refunds_created (created_at, seq)
 ) DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`;
 
+/** For gateway databases made before `amount` joined the charge's index. */
+export const REFUNDS_CHARGE_INDEX_WITH_AMOUNT =
+  "ALTER TABLE sim_refunds DROP KEY sim_refunds_charge, ADD KEY sim_refunds_charge (charge_ref, seq, amount)";
+
 export type RefundRow = {
   id: string;
   idempotency_key: string | null;
@@ -52,7 +56,11 @@ export function refundBehaviourFor(card: string): RefundBehaviour {
   return { kind: "succeed", delayMs: 0 };
 }
 
-/** A charge as refunds see it; `lock` reads it FOR UPDATE inside the refund's transaction. */
+/**
+ * A charge as refunds see it; `lock` reads it FOR UPDATE inside the refund's transaction. It must send its query
+ * before its first `await`: the refund pipelines the sum of the charge's refunds right behind it, and the lock has
+ * to come first for the sum to count a refund that committed while this one waited.
+ */
 export type ChargeSource = {
   lock: (conn: mariadb.Connection, id: string) => Promise<{ amount: number; currency: string; card: string } | null>;
 };
@@ -87,7 +95,7 @@ export function refundLedger(pool: mariadb.Pool) {
    */
   async function refund(attempt: RefundAttempt, charges: ChargeSource): Promise<RefundResult> {
     const conn = await pool.getConnection();
-    // A replay answers as the charge's refunds behave (a refund that failed after refunding fails again).
+    // A replay answers as the charge's refunds behave (a slow one is slow again).
     let behaviour: RefundBehaviour = { kind: "succeed", delayMs: 0 };
     try {
       const [, charge, sum] = await Promise.all([
@@ -153,7 +161,8 @@ export function refundLedger(pool: mariadb.Pool) {
       // The key has refunded already (or a request racing this one with it just did): replayed.
       if ((error as { errno?: number }).errno === 1062 && attempt.key !== null) {
         await conn.rollback().catch(() => {});
-        const [existing] = (await pool.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [
+        // On this request's own connection: a pool read while holding it ran the pool dry under many retries.
+        const [existing] = (await conn.query("SELECT * FROM sim_refunds WHERE idempotency_key = ?", [
           attempt.key,
         ])) as RefundRow[];
         if (existing && existing.request_hash === attempt.hash) return { kind: "replay", row: existing, behaviour };

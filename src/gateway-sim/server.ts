@@ -19,7 +19,7 @@ import * as mariadb from "mariadb";
 import { z } from "zod";
 import { mysqlConnectionOptions } from "../lib/mysqlUrl";
 import { behaviourFor } from "./behaviour";
-import { REFUNDS_TABLE } from "./refundLedger";
+import { REFUNDS_CHARGE_INDEX_WITH_AMOUNT, REFUNDS_TABLE } from "./refundLedger";
 import { refundsApi } from "./refunds";
 import { noteRefusal, REFUSALS_SCHEMA, REQUEST_EXPIRED, refusalOf } from "./refusals";
 import { stripeApi } from "./stripe/api";
@@ -111,6 +111,13 @@ async function ensureSchema(url: string) {
   );
   const have = new Set(columns.map((c) => c.COLUMN_NAME));
   for (const [column, ddl] of Object.entries(LATER_COLUMNS)) if (!have.has(column)) await conn.query(ddl);
+  const [covering] = await conn.query(
+    `SELECT 1 FROM information_schema.statistics
+      WHERE table_schema = ? AND table_name = 'sim_refunds' AND index_name = 'sim_refunds_charge'
+        AND column_name = 'amount'`,
+    [name],
+  );
+  if (!covering) await conn.query(REFUNDS_CHARGE_INDEX_WITH_AMOUNT);
   await ensureStripeSchema(conn);
   await conn.end();
 }

@@ -59,7 +59,8 @@ describe("a refund request that reaches the gateway after its write-off", () => 
 
       await proxy.deliver();
       await sleep(env.GATEWAY === "stripe" ? 1_500 : 0);
-      const result = await reconcileLedger({ since: new Date(Date.now() - 120_000), until: new Date(Date.now() + 2_000) });
+      const window = { since: new Date(Date.now() - 120_000), until: new Date(Date.now() + 2_000) };
+      const result = await reconcileLedger(window);
       const money = await refundedOf(charge);
       console.log(`after delivery and reconciliation: ${show(money)}; findings ${show(result.findings)}`);
       if (env.GATEWAY === "stripe") {

@@ -157,7 +157,7 @@ describe("the simulator's refund under its own protocol", { skip: !sim && "sim p
     assert.equal((await refundsOf(charge)).length, 1);
   });
 
-  test("with room left: a different body under a refunded key is a mismatch; an expired new key refunds nothing", async () => {
+  test("room left: another body under a refunded key is a mismatch; an expired new key refunds nothing", async () => {
     const charge = await simCharge(1_000);
     const key = `rv-rf-${randomUUID()}`;
     assert.equal((await simRefund(key, { charge, amount_cents: 100 })).status, 200);
@@ -171,7 +171,7 @@ describe("the simulator's refund under its own protocol", { skip: !sim && "sim p
     );
   });
 
-  test("refund_then_error: refunded and answered 500, its retry replays the refund (200); refund_error refunds nothing", async () => {
+  test("refund_then_error: refunded, answered 500, its retry replays (200); refund_error refunds nothing", async () => {
     const charge = await simCharge(1_000, "tok_refund_then_error");
     const key = `rv-rf-${randomUUID()}`;
     const first = await simRefund(key, { charge, amount_cents: 100 });
