@@ -38,10 +38,20 @@ after(async () => {
   await stack?.stop();
 });
 
-type Answer = { status: number; replayed: boolean; json: { id?: string; error?: { code?: string } } };
+type Answer = {
+  status: number;
+  replayed: boolean;
+  json: { id?: string; amount_cents?: number; error?: { code?: string } };
+};
 
-async function post(instance: number, key: string | null, body: object, timeoutMs = 10_000): Promise<Answer> {
-  const res = await fetch(`${stack.appUrls[instance]}/api/charges`, {
+async function post(
+  instance: number,
+  key: string | null,
+  body: object,
+  timeoutMs = 10_000,
+  path = "/api/charges",
+): Promise<Answer> {
+  const res = await fetch(`${stack.appUrls[instance]}${path}`, {
     method: "POST",
     headers: {
       Authorization: `Bearer ${apiKey}`,
@@ -53,6 +63,18 @@ async function post(instance: number, key: string | null, body: object, timeoutM
   });
   return { status: res.status, replayed: res.headers.get("idempotent-replay") === "true", json: await res.json() };
 }
+
+const refund = (instance: number, key: string, body: { charge: string; amount_cents?: number }) =>
+  post(instance, key, body, 10_000, "/api/refunds");
+
+/** The answers by status and code (or replay), for a failure's message. */
+const tally = (answers: Answer[]) =>
+  JSON.stringify(
+    answers.reduce<Record<string, number>>((counts, a) => {
+      const label = `${a.status} ${a.replayed ? "replay" : (a.json.error?.code ?? "fresh")}`;
+      return Object.assign(counts, { [label]: (counts[label] ?? 0) + 1 });
+    }, {}),
+  );
 
 /** Claims that lost a lock conflict and went round again, summed over both instances (GET /api/metrics). */
 async function claimConflicts(): Promise<number> {
@@ -115,6 +137,80 @@ async function chargesPerCustomer(customers: string[]): Promise<number[]> {
   }
 }
 
+/** A succeeded charge of `amountCents`, made through instance 0: what the refund scenarios refund. */
+async function newCharge(amountCents: number): Promise<string> {
+  const made = await post(0, `charge-${randomUUID()}`, { ...body(), amount_cents: amountCents });
+  assert.equal(made.status, 201, JSON.stringify(made.json));
+  return made.json.id!;
+}
+
+/** A connection to a live node whose reads wait until every write set committed before them is applied there. */
+async function causalConnection() {
+  const conn = await stack.cluster.nodes.find((n) => n.running)!.connect("charges_cluster");
+  await conn.query("SET SESSION wsrep_sync_wait = 1");
+  return conn;
+}
+
+type RefundRow = { id: string; amount_cents: number; gateway_refund_id: string; gateway_idempotency_key: string };
+type ChargeRow = {
+  amount_cents: number;
+  amount_refunded_cents: number;
+  refund_held_cents: number;
+  gateway_charge_id: string;
+};
+
+/**
+ * Checks one charge's refunds on the cluster against the gateway's and returns the app's: the 201s answered name
+ * exactly the app's refunds, each has exactly one gateway refund (same id, amount and, on the simulator's own
+ * protocol, key), the charge's refunded amount is their sum and within the charge, and nothing is held any more.
+ */
+async function refundsAddUp(chargeId: string, answeredIds: string[]): Promise<RefundRow[]> {
+  const mariadb = await import("mariadb");
+  const { mysqlConnectionOptions } = await import("~/lib/mysqlUrl");
+  const [conn, gatewayConn] = [
+    await causalConnection(),
+    await mariadb.createConnection(mysqlConnectionOptions(stack.gatewayDatabaseUrl)),
+  ];
+  try {
+    const [charge] = (await conn.query(
+      `SELECT amount_cents, amount_refunded_cents, refund_held_cents, gateway_charge_id FROM charges WHERE id = ?`,
+      [chargeId],
+    )) as ChargeRow[];
+    const app = (await conn.query(
+      "SELECT id, amount_cents, gateway_refund_id, gateway_idempotency_key FROM refunds WHERE charge_id = ?",
+      [chargeId],
+    )) as RefundRow[];
+    const [holds] = await conn.query("SELECT COUNT(*) AS n FROM refund_holds WHERE charge_id = ?", [chargeId]);
+    const gateway = await server.gatewayInspect.refundsOfCharge(gatewayConn, charge!.gateway_charge_id);
+    const evidence = JSON.stringify({ charge, holds: Number(holds.n), app, gateway });
+    assert.deepEqual(
+      app.map((r) => r.id).sort(),
+      [...answeredIds].sort(),
+      `each 201 names one app refund: ${evidence}`,
+    );
+    const keyed = process.env.GATEWAY !== "stripe"; // Stripe's protocol keeps the key out of the refund row
+    const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+    assert.deepEqual(
+      gateway.map((g) => ({ id: g.id, amount: g.amount, key: keyed ? g.idempotency_key : null })).sort(byId),
+      app
+        .map((r) => ({
+          id: r.gateway_refund_id,
+          amount: r.amount_cents,
+          key: keyed ? r.gateway_idempotency_key : null,
+        }))
+        .sort(byId),
+      `one gateway refund per app refund: ${evidence}`,
+    );
+    const sum = app.reduce((s, r) => s + r.amount_cents, 0);
+    assert.equal(charge!.amount_refunded_cents, sum, `refunded is the sum of the refunds: ${evidence}`);
+    assert.ok(sum <= charge!.amount_cents, `never more than charged: ${evidence}`);
+    assert.deepEqual([charge!.refund_held_cents, Number(holds.n)], [0, 0], `nothing left held: ${evidence}`);
+    return app;
+  } finally {
+    await Promise.all([conn.end(), gatewayConn.end()]);
+  }
+}
+
 /**
  * After each scenario: once the last leases are over, a sweep finishes what
  * nobody retried, the reconciliation compares the gateway's charges with the
@@ -127,6 +223,31 @@ async function ledgerAddsUp(since: Date) {
   assert.ok(report.ok, server.ledger.describeReport(report));
   assert.equal(report.repaired, 0, server.ledger.describeReport(report));
   assert.equal(await server.db.idempotentRequest.count({ where: { state: "in_progress" } }), 0);
+}
+
+/** `probe`'s first truthy answer, polled every 50 ms; fails naming `what` after `timeoutMs`. */
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+type Connection = Awaited<ReturnType<ClusterStack["cluster"]["nodes"][number]["connect"]>>;
+
+/**
+ * Whether a statement beginning `sql` is running on `look`'s node: held up by a test's lock, since these take no
+ * time otherwise. The process list, not innodb_trx, which was seen to leave out a transaction in a lock wait.
+ */
+async function running(look: Connection, sql: string): Promise<boolean> {
+  const [row] = await look.query(
+    "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE command = 'Query' AND info LIKE ?",
+    [`${sql}%`],
+  );
+  return Number(row.n) > 0;
 }
 
 /** Certification conflicts seen by the live nodes (local certification failures and brute-force aborts). */
@@ -239,6 +360,150 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
       await chargesPerCustomer(payloads.map((p) => p.customer_id)),
       payloads.map(() => 1),
     );
+    await ledgerAddsUp(since);
+  });
+
+  // Before the tests that kill an instance and a node: refunds race across two nodes only while both are up.
+  test("20 refunds of one charge, each its own key, over both instances at once: never more than charged", async () => {
+    const since = new Date();
+    const charge = await newCharge(1000);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => refund(i % 2, `split-${randomUUID()}`, { charge, amount_cents: 300 })),
+    );
+    const seen = tally(answers);
+    const made = answers.filter((a) => a.status === 201);
+    assert.ok(made.length * 300 <= 1000, `over-refunded: ${seen}`);
+    assert.ok(
+      made.every((a) => !a.replayed && a.json.amount_cents === 300),
+      seen,
+    );
+    // The losers are refused before any claim (400 more than is left, 409 nothing left) or stored as nothing left.
+    const refused = (a: Answer) =>
+      (a.status === 400 && a.json.error?.code === "invalid_request") ||
+      (a.status === 409 && a.json.error?.code === "charge_already_refunded");
+    assert.ok(
+      answers.every((a) => a.status === 201 || refused(a)),
+      seen,
+    );
+    assert.equal(made.length, 3, `every refund that fits is made: ${seen}`);
+    await refundsAddUp(
+      charge,
+      made.map((a) => a.json.id!),
+    );
+    await ledgerAddsUp(since);
+  });
+
+  test("one refund sent 30 times at once over both instances, 5 rounds: one refund, one fresh 201", async () => {
+    const since = new Date();
+    // Rounds: only in some does a copy's claim on one node race the first one's on the other (a certification loss).
+    for (let round = 0; round < 5; round++) {
+      const charge = await newCharge(1000);
+      const key = `same-refund-${randomUUID()}`;
+      // The whole charge: once its hold is in, each copy's precheck finds nothing left and must still find its record.
+      const payload = { charge, amount_cents: 1000 };
+      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => refund(i % 2, key, payload)));
+      const fresh = answers.filter((a) => a.status === 201 && !a.replayed);
+      assert.equal(fresh.length, 1, `round ${round}: ${tally(answers)}`);
+      const id = fresh[0]!.json.id;
+      const settled = (a: Answer) => a.status === 201 && a.json.id === id && (a.replayed || a === fresh[0]);
+      assert.ok(
+        answers.every((a) => settled(a) || (a.status === 409 && a.json.error?.code === "request_in_progress")),
+        `round ${round}: ${tally(answers)}`,
+      );
+      // Those sent away while it was in flight retry, each time on the other instance, until they get its answer.
+      const retried = await Promise.all(
+        answers.map(async (answer, i) => {
+          for (let tries = 1; answer.status === 409 && tries <= 20; tries++) {
+            await sleep(200);
+            answer = await refund((i + tries) % 2, key, payload);
+          }
+          return answer;
+        }),
+      );
+      assert.ok(retried.every(settled), `round ${round}: every copy answers refund ${id}: ${tally(retried)}`);
+      await refundsAddUp(charge, [id!]);
+    }
+    await ledgerAddsUp(since);
+  });
+
+  test("a refund's claim and hold aborted by the other node's refund of its charge: nothing half made", async () => {
+    // Forced, not hoped for: node 0 holds our claim-and-hold transaction mid-way (after it locked the charge, on a
+    // gap lock) while node 1 commits the other refund's end, whose write set node 0 must apply over our lock: ours is
+    // aborted (1213, as a certification failure at COMMIT is; that instant cannot be timed from outside).
+    const since = new Date();
+    const charge = await newCharge(1000);
+    const [node0, node1] = [stack.cluster.nodes[0]!, stack.cluster.nodes[1]!];
+    const blocker0 = await node0.connect("charges_cluster");
+    const blocker1 = await node1.connect("charges_cluster");
+    const [look, look1] = [await node0.connect("charges_cluster"), await node1.connect("charges_cluster")];
+    // Reads on node 0 wait until what node 1 committed is applied there (the other refund's end, say).
+    await look.query("SET SESSION wsrep_sync_wait = 1");
+    try {
+      // Node 1 inserts no refund row until released: the other refund's completion waits there.
+      await blocker1.query("BEGIN");
+      await blocker1.query("SELECT id FROM refunds FOR UPDATE");
+      const theirs = refund(1, `theirs-${randomUUID()}`, { charge, amount_cents: 400 });
+      const theirHold = await until("the other refund's hold, on node 0", async () => {
+        const [row] = await look.query("SELECT idempotent_request_id AS id FROM refund_holds WHERE charge_id = ?", [
+          charge,
+        ]);
+        return row as { id: bigint } | undefined;
+      });
+      await until("the other refund's completion to wait on node 1", () => running(look1, "INSERT INTO refunds"));
+      // Node 0 inserts no hold above theirs until released: ours waits there, holding its record and the charge.
+      await blocker0.query("BEGIN");
+      await blocker0.query(
+        "SELECT idempotent_request_id FROM refund_holds WHERE idempotent_request_id > ? FOR UPDATE",
+        [theirHold.id],
+      );
+      const key = `ours-${randomUUID()}`;
+      let early: Answer | undefined;
+      const ours = refund(0, key, { charge, amount_cents: 400 }).then((a) => (early = a));
+      await until("our claim and hold to wait on node 0", async () => {
+        assert.equal(early, undefined, `answered before it waited: ${JSON.stringify(early)}`);
+        return running(look, "INSERT INTO refund_holds");
+      });
+      const aborts = async () => Number((await node0.status(["wsrep_local_bf_aborts"])).wsrep_local_bf_aborts);
+      const abortsBefore = await aborts();
+
+      await blocker1.query("ROLLBACK");
+      const their = await theirs;
+      assert.equal(their.status, 201, JSON.stringify(their.json));
+      await until("node 0 to abort our transaction for theirs", async () => (await aborts()) > abortsBefore);
+      // Ours went round again: its record made alone (committed, so visible here) and waiting to hold. Had the aborted
+      // transaction left its record, this claim would have met it (a 409); had it left its hold, the charge shows it.
+      const record = await until("our record, claimed again, waiting to hold", async () => {
+        const [row] = await look.query(
+          "SELECT id, state FROM idempotent_requests WHERE idempotency_key = ? AND route = 'POST /api/refunds'",
+          [Buffer.from(key, "latin1")],
+        );
+        return row && (await running(look, "INSERT INTO refund_holds"))
+          ? (row as { id: bigint; state: string })
+          : undefined;
+      });
+      assert.equal(record.state, "in_progress");
+      const [state] = await look.query(
+        `SELECT c.amount_refunded_cents AS refunded, c.refund_held_cents AS held,
+                (SELECT COUNT(*) FROM refund_holds h WHERE h.charge_id = c.id) AS holds,
+                (SELECT COUNT(*) FROM refund_holds h LEFT JOIN idempotent_requests r ON r.id = h.idempotent_request_id
+                  WHERE r.id IS NULL) AS orphanHolds,
+                (SELECT COUNT(*) FROM idempotent_requests r WHERE r.idempotency_key = ?) AS records
+           FROM charges c WHERE c.id = ?`,
+        [Buffer.from(key, "latin1"), charge],
+      );
+      assert.deepEqual(
+        Object.fromEntries(Object.entries(state).map(([k, v]) => [k, Number(v)])),
+        { refunded: 400, held: 0, holds: 0, orphanHolds: 0, records: 1 },
+        "only theirs refunded, nothing held, one record of ours",
+      );
+
+      await blocker0.query("ROLLBACK");
+      const our = await ours;
+      assert.deepEqual([our.status, our.replayed], [201, false], JSON.stringify(our.json));
+      await refundsAddUp(charge, [their.json.id!, our.json.id!]);
+    } finally {
+      for (const conn of [blocker0, blocker1, look, look1]) await conn.end().catch(() => {});
+    }
     await ledgerAddsUp(since);
   });
 
