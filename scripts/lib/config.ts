@@ -156,11 +156,14 @@ export const slotPort = {
 };
 
 /**
- * The ports of these bands that fetch refuses to connect to (the Fetch
- * standard's "bad ports": `TypeError: fetch failed`, cause "bad port"), each
- * with the spare it moves to, the last of its band. Slot 4's gateway was 4190.
+ * The ports of these bands that cannot be used, each with the spare it moves to, the last of its band: those fetch
+ * refuses to connect to (the Fetch standard's "bad ports": `TypeError: fetch failed`, cause "bad port"; slot 4's
+ * gateway was 4190), and NATS's default port, taken on machines that run it (slot 5's cluster gateway was 4222).
  */
-const BAD_PORT_SPARES = new Map([[4190, 4209]]);
+const BAD_PORT_SPARES = new Map([
+  [4190, 4209],
+  [4222, 4229],
+]);
 const fetchable = (port: number) => BAD_PORT_SPARES.get(port) ?? port;
 
 /** A database name of this slot: `name` in slot 0, `name<slot>` in the others. */
