@@ -282,3 +282,21 @@ export async function sweepUntil(what: string, done: () => Promise<boolean>, tim
     timeoutMs,
   );
 }
+
+/** GET /api/metrics, with the token when given (`Bearer ...`). */
+export async function scrapeMetrics(authorization?: string) {
+  const res = await fetch(`${APP_URL}/api/metrics`, { headers: authorization ? { Authorization: authorization } : {} });
+  return { status: res.status, type: res.headers.get("content-type") ?? "", text: await res.text() };
+}
+
+/** The value of one sample (`name{labels} value`), 0 when absent; labels match as a subset. */
+export function metricSample(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split("\n")) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const pairs = [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)];
+    const own = Object.fromEntries(pairs.map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => own[k] === v)) return Number(match[3]);
+  }
+  return 0;
+}

@@ -1,28 +1,21 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { APP_URL, chargeBody, closeConnections, newApiClient, postCharge, uniqueKey, waitFor } from "./helpers";
+import {
+  APP_URL,
+  chargeBody,
+  closeConnections,
+  metricSample,
+  newApiClient,
+  postCharge,
+  scrapeMetrics,
+  uniqueKey,
+  waitFor,
+} from "./helpers";
 
 const TOKEN = process.env.METRICS_TOKEN!;
 
-async function scrape(authorization?: string) {
-  const res = await fetch(`${APP_URL}/api/metrics`, { headers: authorization ? { Authorization: authorization } : {} });
-  return { status: res.status, type: res.headers.get("content-type") ?? "", text: await res.text() };
-}
-
-/** The value of one sample (`name{labels} value`), 0 when absent; labels match as a subset. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const pairs = [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)];
-    const own = Object.fromEntries(pairs.map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => own[k] === v)) return Number(match[3]);
-  }
-  return 0;
-}
-
 const answers = (text: string, outcome: string, status: string) =>
-  sample(text, "charges_answers_total", { route: "POST /api/charges", outcome, status });
+  metricSample(text, "charges_answers_total", { route: "POST /api/charges", outcome, status });
 
 let apiKey: string;
 let clientId: number;
@@ -33,14 +26,14 @@ describe("GET /api/metrics", () => {
   test("needs the bearer token: none, a wrong one or a longer one -> 401 (and no metric is shown)", async () => {
     const wrong = [undefined, `Bearer ${"x".repeat(TOKEN.length)}`, `Bearer ${TOKEN}x`, `Basic ${TOKEN}`];
     for (const authorization of wrong) {
-      const res = await scrape(authorization);
+      const res = await scrapeMetrics(authorization);
       assert.equal(res.status, 401, String(authorization));
       assert.doesNotMatch(res.text, /charges_answers_total/);
     }
   });
 
   test("answers by outcome: fresh, replay, 409, 422 and 400 each counted once", async () => {
-    const before = (await scrape(`Bearer ${TOKEN}`)).text;
+    const before = (await scrapeMetrics(`Bearer ${TOKEN}`)).text;
     const key = uniqueKey("metrics");
     const body = chargeBody({ card_token: "tok_slow_1500" });
     const first = postCharge({ apiKey, key, body });
@@ -51,7 +44,7 @@ describe("GET /api/metrics", () => {
     assert.equal((await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } })).status, 422);
     assert.equal((await postCharge({ apiKey, key: uniqueKey(), body: { amount_cents: "x" } })).status, 400);
 
-    const res = await scrape(`Bearer ${TOKEN}`);
+    const res = await scrapeMetrics(`Bearer ${TOKEN}`);
     assert.equal(res.status, 200);
     assert.match(res.type, /^text\/plain; version=0\.0\.4/);
     const delta = (outcome: string, status: string) =>
@@ -69,11 +62,11 @@ describe("GET /api/metrics", () => {
 
   test("claim and gateway latency histograms, the pool, the sweeper, the ledger and the runtime", async () => {
     await postCharge({ apiKey, key: uniqueKey(), body: chargeBody() });
-    const { text } = await scrape(`Bearer ${TOKEN}`);
-    assert.ok(sample(text, "charges_idempotency_claim_seconds_count", { result: "claimed" }) > 0);
-    assert.ok(sample(text, "charges_gateway_call_seconds_count", { result: "charged" }) > 0);
-    assert.ok(sample(text, "charges_gateway_call_seconds_bucket", { result: "charged", le: "+Inf" }) > 0);
-    assert.equal(sample(text, "charges_db_pool_limit"), Number(process.env.DATABASE_POOL_SIZE));
+    const { text } = await scrapeMetrics(`Bearer ${TOKEN}`);
+    assert.ok(metricSample(text, "charges_idempotency_claim_seconds_count", { result: "claimed" }) > 0);
+    assert.ok(metricSample(text, "charges_gateway_call_seconds_count", { result: "charged" }) > 0);
+    assert.ok(metricSample(text, "charges_gateway_call_seconds_bucket", { result: "charged", le: "+Inf" }) > 0);
+    assert.equal(metricSample(text, "charges_db_pool_limit"), Number(process.env.DATABASE_POOL_SIZE));
     for (const name of [
       "charges_db_pool_connections_in_use",
       "charges_sweeper_last_run_timestamp_seconds",
@@ -93,8 +86,8 @@ describe("GET /api/metrics", () => {
     assert.equal((await postCharge({ apiKey, body: chargeBody() })).status, 201);
     // Keyed counts reach the database within a second (rollout/counters.ts).
     await waitFor("the client's keyless share", async () => {
-      const { text } = await scrape(`Bearer ${TOKEN}`);
-      const share = sample(text, "charges_keyless_share", { client_id: String(clientId) });
+      const { text } = await scrapeMetrics(`Bearer ${TOKEN}`);
+      const share = metricSample(text, "charges_keyless_share", { client_id: String(clientId) });
       // Keyed so far in this file: 6 (fresh, 409, replay, 422, 400 and one more); keyless: 1.
       return share > 0 && share < 0.5 && share;
     });

@@ -11,11 +11,13 @@ import {
   APP_URL,
   closeConnections,
   db,
+  metricSample,
   refundedOf,
   newApiClient,
   newCharge,
   postRefund,
   recordsWithKey,
+  scrapeMetrics,
   uniqueKey,
 } from "../helpers";
 
@@ -24,6 +26,8 @@ before(async () => ({ apiKey } = await newApiClient("claimhold")));
 after(closeConnections);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const METRICS = `Bearer ${process.env.METRICS_TOKEN}`;
+const CONFLICTS = "charges_idempotency_claim_conflicts_total";
 
 /** What was refunded of a charge, and what its hold rows still hold. */
 async function totals(chargeId: string) {
@@ -37,12 +41,15 @@ describe("a keyed refund whose claim waits on its charge's row lock", () => {
     const key = uniqueKey("locked");
     const outside = await mariadb.createConnection(mysqlConnectionOptions(process.env.DATABASE_URL!));
     let first: Promise<unknown> | undefined;
+    const conflictsBefore = metricSample((await scrapeMetrics(METRICS)).text, CONFLICTS);
+    let conflictsAfter = conflictsBefore;
     try {
       await outside.query("BEGIN");
       await outside.query("SELECT id FROM charges WHERE id = ? FOR UPDATE", [charge]);
       first = postRefund({ apiKey, key, body: { charge, amount_cents: 100 } });
       await sleep(1_000);
       const visible = await recordsWithKey(key);
+      conflictsAfter = metricSample((await scrapeMetrics(METRICS)).text, CONFLICTS);
       const lookup = await fetch(`${APP_URL}/api/refunds?idempotency_key=${encodeURIComponent(key)}`, {
         headers: { Authorization: `Bearer ${apiKey}` },
       });
@@ -58,6 +65,7 @@ describe("a keyed refund whose claim waits on its charge's row lock", () => {
         { visible: 1, lookup: 409, retry: 409 },
         "while the hold waits for the charge, the record is visible and a retry is answered 409",
       );
+      assert.ok(conflictsAfter > conflictsBefore, "the claim-and-hold that met the lock counts as a claim conflict");
     } finally {
       await outside.query("ROLLBACK").catch(() => {});
       await outside.end();

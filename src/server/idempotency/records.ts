@@ -136,12 +136,9 @@ export async function claim(
 > {
   if (claim.idempotencyKey === null) return claimKeyless(claim, now);
   const insert = claimStatement(claim, timing);
-  if (claim.atClaim) {
-    const withWrites = await claimWithWrites(claim, claim.idempotencyKey, insert, claim.atClaim, now);
-    // Not made at once (a lock held elsewhere, which the writes do not wait for): the record alone, visible while
-    // the work waits; the work then makes the writes itself.
-    if (!("conflicted" in withWrites)) return withWrites;
-  }
+  // A conflict here (a lock held elsewhere, which the writes do not wait for) sends the caller round again, to
+  // claim without the writes: the record alone, visible while the work waits and then makes the writes itself.
+  if (claim.atClaim) return claimWithWrites(claim, claim.idempotencyKey, insert, claim.atClaim, now);
   const result = await insertThenRead<RecordRow>(insert, claimReadStatement(claim.idempotencyKey, claim.route));
   if ("insertId" in result) return { claimed: claimed(claim, result.insertId, now) };
   if (!isDuplicateKeyError(result.insertError)) return conflictedOrThrow(result.insertError);

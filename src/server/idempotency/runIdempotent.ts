@@ -149,12 +149,15 @@ type Claimed = { kind: "claimed"; record: IdempotencyRecord; atClaim?: unknown[]
  * cluster, two nodes' INSERTs of one key can both pass their local check; the
  * loser fails certification, 1213, and goes round again, to the duplicate.)
  */
-async function claimOrAnswer(claim: ClaimInput): Promise<IdempotentOutcome | Claimed> {
+async function claimOrAnswer(input: ClaimInput): Promise<IdempotentOutcome | Claimed> {
+  let claim = input;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = new Date();
     const result = await records.claim(claim, now);
     if ("conflicted" in result) {
       metrics.claimConflicts.inc();
+      // Writes made with the claim do not wait for locks: the next round claims alone, and the work writes.
+      claim = { ...claim, atClaim: undefined };
       continue;
     }
     if ("refused" in result) return { kind: "refused" };
