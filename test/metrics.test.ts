@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
-  APP_URL,
   chargeBody,
   closeConnections,
   metricSample,
