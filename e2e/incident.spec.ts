@@ -15,6 +15,7 @@ import { expect, test, type APIRequestContext, type Page } from "@playwright/tes
 import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { searchRequestLog } from "./lib";
 
 test.use({ timezoneId: "Pacific/Auckland" });
 
@@ -157,14 +158,10 @@ test("a pasted key opens its record; a partial one filters the list below the se
   await page.waitForURL(/\/admin\/requests\/\d+$/);
   await expect(page.getByRole("heading", { level: 1 })).toContainText(key);
 
-  await page.goto("/admin");
-  await page.getByLabel(/Search by an idempotency key/).fill(made.id);
-  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await searchRequestLog(page, made.id);
   await page.waitForURL(new RegExp(`/admin/charges/${made.id}$`));
 
-  await page.goto("/admin");
-  await page.getByLabel(/Search by an idempotency key/).fill(`e2e-land-${run}`);
-  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await searchRequestLog(page, `e2e-land-${run}`);
   const list = page.getByTestId("search-results").getByTestId("request-log");
   await expect(list.getByRole("row")).toHaveCount(2);
   await expect(list).toContainText(key);

@@ -23,6 +23,18 @@ export async function login(page: Page, who: "support" | "engineer") {
   await expect(page.getByTestId("whoami")).toContainText(who);
 }
 
+/**
+ * Searches the request log as a support user does, once the page is live: text typed into the search box before
+ * React has hydrated it is replaced by the box's state (seen on a loaded machine). The count is the browser's own
+ * query, so it shows the page is hydrated.
+ */
+export async function searchRequestLog(page: Page, q: string) {
+  await page.goto("/admin");
+  await expect(page.getByTestId("request-count")).toContainText(/matching requests|Too many rows/);
+  await page.getByLabel(/Search by an idempotency key/).fill(q);
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+}
+
 /** The text of each cell of a table row. */
 export const cellsOf = (row: Locator) => row.getByRole("cell").allTextContents();
 

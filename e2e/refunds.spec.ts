@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import * as mariadb from "mariadb";
+import { searchRequestLog } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 const auth = { Authorization: `Bearer ${apiKey}` };
@@ -128,11 +129,7 @@ test("a pasted refund id opens its charge; a pasted Request-Id opens the request
   const refund = (await refunded.json()) as { id: string };
   const requestId = refunded.headers()["request-id"]!;
   await login(page);
-  const search = async (q: string) => {
-    await page.goto("/admin");
-    await page.getByLabel(/Search by an idempotency key/).fill(q);
-    await page.getByRole("button", { name: "Search", exact: true }).click();
-  };
+  const search = (q: string) => searchRequestLog(page, q);
   await search(refund.id);
   await page.waitForURL(new RegExp(`/admin/charges/${charged.id}$`));
   await expect(page.getByTestId("refund-list")).toContainText(refund.id);
