@@ -8,9 +8,11 @@ import { createApiClient } from "~/server/auth/apiClients";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
-import { deriveGatewayKey, gateway, type GatewayCharge } from "~/server/gateway";
+import { deriveGatewayKey, gateway, metadataFor, type GatewayCharge } from "~/server/gateway";
 import { requestHash, type IdempotencyRecord } from "~/server/idempotency";
 import { decodeRecord, keyToBytes, type PhaseName } from "~/server/idempotency/reading";
+import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { abandonedRefundResponse } from "~/server/refunds/responses";
 
 export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 
@@ -299,4 +301,41 @@ export function metricSample(text: string, name: string, labels: Record<string, 
     if (Object.entries(labels).every(([k, v]) => own[k] === v)) return Number(match[3]);
   }
   return 0;
+}
+
+/**
+ * A refund operation the sweeper wrote off ("no refund was made", its hold given back), then refunded at the
+ * gateway under its own key: a request held up past its write-off (Stripe has no deadline to refuse it by). Of a
+ * new charge of `chargeCents`, made through the API.
+ */
+export async function lateRefund(opts: {
+  apiKey: string;
+  apiClientId: number;
+  chargeCents: number;
+  amountCents: number;
+}) {
+  const made = await postCharge({
+    apiKey: opts.apiKey,
+    key: uniqueKey(),
+    body: chargeBody({ amount_cents: opts.chargeCents }),
+  });
+  const charge = await db.charge.findUniqueOrThrow({ where: { id: (made.json as { id: string }).id } });
+  const body = { charge: charge.id, amount_cents: opts.amountCents, reason: "duplicate" };
+  const record = await seedRecord({
+    apiClientId: opts.apiClientId,
+    route: REFUNDS_ROUTE,
+    phase: "complete",
+    body,
+    ageMs: 5_000,
+    finishedBy: "abandoned",
+    response: abandonedRefundResponse,
+  });
+  await db.idempotentRequest.update({ where: { id: record.id }, data: { requestFields: JSON.stringify(body) } });
+  const late = await gateway.refund(
+    { chargeId: charge.gatewayChargeId, amountCents: opts.amountCents, metadata: metadataFor(record) },
+    { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
+  );
+  // Stripe's `created` is whole seconds: the refund is in the next reconciliation's window.
+  await new Promise((r) => setTimeout(r, env.GATEWAY === "stripe" ? 1_500 : 0));
+  return { charge, record, late };
 }

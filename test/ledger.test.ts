@@ -9,11 +9,9 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { env } from "~/env";
 import { db } from "~/server/db";
-import { deriveGatewayKey, gateway, metadataFor } from "~/server/gateway";
+import { gateway } from "~/server/gateway";
 import { healingKeys } from "~/server/ledger/healLateCharge";
 import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
-import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
-import { abandonedRefundResponse } from "~/server/refunds/responses";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import {
@@ -21,6 +19,7 @@ import {
   chargeBody,
   closeConnections,
   gatewayRefunds,
+  lateRefund as lateRefundHelper,
   localCharges,
   newApiClient,
   postCharge,
@@ -380,31 +379,8 @@ describe("healing a late charge", () => {
 });
 
 describe("recording a late refund", () => {
-  /**
-   * A refund operation the sweeper wrote off ("no refund was made", its hold given back), then refunded at the
-   * gateway under its own key: a request held up past its write-off (Stripe has no deadline to refuse it by).
-   */
-  async function lateRefund(amountCents: number) {
-    const made = await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ amount_cents: 1000 }) });
-    const charge = await db.charge.findUniqueOrThrow({ where: { id: (made.json as { id: string }).id } });
-    const body = { charge: charge.id, amount_cents: amountCents, reason: "duplicate" };
-    const record = await seedRecord({
-      apiClientId: clientId,
-      route: REFUNDS_ROUTE,
-      phase: "complete",
-      body,
-      ageMs: 5_000,
-      finishedBy: "abandoned",
-      response: abandonedRefundResponse,
-    });
-    await db.idempotentRequest.update({ where: { id: record.id }, data: { requestFields: JSON.stringify(body) } });
-    const late = await gateway.refund(
-      { chargeId: charge.gatewayChargeId, amountCents, metadata: metadataFor(record) },
-      { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
-    );
-    await sleep(env.GATEWAY === "stripe" ? 1_500 : 0); // Stripe's `created` is whole seconds
-    return { charge, record, late };
-  }
+  const lateRefund = (amountCents: number) =>
+    lateRefundHelper({ apiKey, apiClientId: clientId, chargeCents: 1000, amountCents });
 
   test("recorded as the operation's refund: rows 1:1, the charge's refunded amount adds up, audited", async () => {
     const { charge, record, late } = await lateRefund(300);

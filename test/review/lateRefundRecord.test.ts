@@ -5,22 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import { env } from "~/env";
-import { deriveGatewayKey, gateway, metadataFor } from "~/server/gateway";
 import { reconcileLedger } from "~/server/ledger/reconcile";
-import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
-import { abandonedRefundResponse } from "~/server/refunds/responses";
 import {
-  chargeBody,
   closeConnections,
   db,
   gatewayRefunds,
+  lateRefund as lateRefundOf,
   newApiClient,
-  postCharge,
   postRefund,
   refundedOf,
-  seedRecord,
   uniqueKey,
 } from "../helpers";
 
@@ -33,28 +26,8 @@ const since = () => new Date(Date.now() - 60_000);
 const reconcile = () => reconcileLedger({ since: since(), until: new Date(Date.now() + 2_000) });
 const show = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x));
 
-/** As test/ledger.test.ts: an operation written off, then refunded at the gateway under its own key. */
-async function lateRefund(chargeCents: number, amountCents: number) {
-  const made = await postCharge({ apiKey, key: uniqueKey(), body: chargeBody({ amount_cents: chargeCents }) });
-  const charge = await db.charge.findUniqueOrThrow({ where: { id: (made.json as { id: string }).id } });
-  const body = { charge: charge.id, amount_cents: amountCents, reason: "duplicate" };
-  const record = await seedRecord({
-    apiClientId: clientId,
-    route: REFUNDS_ROUTE,
-    phase: "complete",
-    body,
-    ageMs: 5_000,
-    finishedBy: "abandoned",
-    response: abandonedRefundResponse,
-  });
-  await db.idempotentRequest.update({ where: { id: record.id }, data: { requestFields: JSON.stringify(body) } });
-  const late = await gateway.refund(
-    { chargeId: charge.gatewayChargeId, amountCents, metadata: metadataFor(record) },
-    { idempotencyKey: deriveGatewayKey(record), timeoutMs: 5_000 },
-  );
-  await sleep(env.GATEWAY === "stripe" ? 1_500 : 0);
-  return { charge, record, late };
-}
+const lateRefund = (chargeCents: number, amountCents: number) =>
+  lateRefundOf({ apiKey, apiClientId: clientId, chargeCents, amountCents });
 
 describe("recording a late refund, reviewed", () => {
   test("two reconciliations at once record it once, and neither fails", async () => {
