@@ -16,8 +16,9 @@ import { newRefundId } from "~/server/refunds/refundWork";
  * and the next run asks again (null). Audited, because the operation's stored answer is no longer true.
  */
 export async function recordLateRefund(record: IdempotencyRecord, late: ListedGatewayRefund): Promise<Refund | null> {
+  let recorded: Refund | null;
   try {
-    return await db.$transaction(async (tx) => {
+    recorded = await db.$transaction(async (tx) => {
       // The charge the operation named, checked against the one the gateway refunded.
       const [charge] = await tx.$queryRaw<{ id: string; currency: string; reason: string | null }[]>`
         SELECT c.id, c.currency, JSON_VALUE(r.request_fields, '$.reason') AS reason
@@ -57,7 +58,6 @@ export async function recordLateRefund(record: IdempotencyRecord, late: ListedGa
         },
         tx,
       );
-      log.warn({ recordId: String(record.id), gatewayRefund: late.id, refund: refund.id }, "late refund recorded");
       return refund;
     });
   } catch (error) {
@@ -65,4 +65,8 @@ export async function recordLateRefund(record: IdempotencyRecord, late: ListedGa
     if (!isDuplicateKeyError(error)) throw error;
     return db.refund.findUnique({ where: { gatewayIdempotencyKey: late.idempotencyKey } });
   }
+  // Said once committed, as a late charge's heal is.
+  if (recorded)
+    log.warn({ recordId: String(record.id), gatewayRefund: late.id, refund: recorded.id }, "late refund recorded");
+  return recorded;
 }
