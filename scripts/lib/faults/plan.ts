@@ -99,7 +99,13 @@ export type PlannedFault = { at: number; kind: FaultKind; instance: 0 | 1; downM
 
 export type Plan = { seed: number; operations: PlannedOperation[]; faults: PlannedFault[] };
 
-const behaviours = (withLate: boolean) =>
+/**
+ * `simProtocol`: the simulator's own protocol, whose deadline refuses a charge held past its write-off. Through
+ * Stripe's such a charge lands and the ledger heals it with a refund (ledger/healLateCharge.ts), so a card whose
+ * refunds fail every time would make it unhealable: a combination of two injected faults that no gateway shows
+ * (its refunds fail for a while, not forever), left out there as `late` is. The test lanes cover that card.
+ */
+const behaviours = (simProtocol: boolean) =>
   fc.constantFrom<GatewayBehaviour>(
     "fast",
     "fast",
@@ -110,15 +116,15 @@ const behaviours = (withLate: boolean) =>
     "error",
     "charge_then_error",
     "decline",
-    ...(withLate ? (["late"] as const) : []),
+    ...(simProtocol ? (["late"] as const) : []),
     // Charges made to be refunded under faults of the gateway's own (their charge succeeds at once).
     "refund_slower_than_client",
     "refund_slower_than_gateway_timeout",
-    "refund_error",
+    ...(simProtocol ? (["refund_error"] as const) : []),
     "refund_then_error",
   );
 
-const operation = (withLate: boolean) =>
+const operation = (simProtocol: boolean) =>
   fc.record({
     kind: fc.constantFrom<OperationKind>(
       "fresh",
@@ -141,7 +147,7 @@ const operation = (withLate: boolean) =>
       "refund_during_charge_retry",
     ),
     of: fc.nat(),
-    behaviour: behaviours(withLate),
+    behaviour: behaviours(simProtocol),
     client: fc.constantFrom<0 | 1>(0, 1),
     instance: fc.constantFrom<0 | 1>(0, 1),
     amountCents: fc.integer({ min: 100, max: 99_999 }),
