@@ -199,8 +199,10 @@ export async function insertThen<ThenRow, ReadRow>(
     END IF;
   END`;
   const values = utcValues([...insert.values, ...read.values, ...then.values]);
+  // A compound statement, prepared once per connection (the driver's cache): MariaDB then parses it once, not
+  // on every call, about a third of the CPU such a block costs it (bench/README.md).
   const [[inserted], rows] = (await onOneConnection((c) =>
-    c.query({ sql, dateStrings: true, typeCast: utcDatetimes }, values),
+    c.execute({ sql, dateStrings: true, typeCast: utcDatetimes }, values),
   )) as [[{ inserted_id: bigint | number | null }], unknown[]];
   if (inserted?.inserted_id === null || inserted?.inserted_id === undefined) return { duplicate: rows as ReadRow[] };
   return { insertId: BigInt(inserted.inserted_id), rows: rows as ThenRow[] };
@@ -220,6 +222,7 @@ export async function insertThen<ThenRow, ReadRow>(
  * while the server works (a busy event loop never holds it between statements:
  * see bench/README.md, storm), and each round trip is a socket write and a
  * read, which on this machine cost more than the statements (overhead profile).
+ * Prepared once per connection, as insertThen is.
  */
 export async function atomically(statements: Statement[]): Promise<boolean> {
   const landedIf = (rowCount: string) => `IF ROW_COUNT() ${rowCount} THEN SET landed = FALSE; END IF;`;
@@ -240,7 +243,7 @@ export async function atomically(statements: Statement[]): Promise<boolean> {
     SELECT landed AS committed;
   END`;
   const values = utcValues(statements.flatMap((s) => s.values));
-  const [[result]] = (await onOneConnection((c) => c.query(sql, values))) as [[{ committed: number | bigint }]];
+  const [[result]] = (await onOneConnection((c) => c.execute(sql, values))) as [[{ committed: number | bigint }]];
   return Number(result.committed) === 1;
 }
 
@@ -251,7 +254,7 @@ export async function atomically(statements: Statement[]): Promise<boolean> {
  */
 export async function compoundRows<Row>({ sql, values }: Statement): Promise<Row[]> {
   const [rows] = (await onOneConnection((c) =>
-    c.query({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values)),
+    c.execute({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values)),
   )) as [Row[]];
   return rows;
 }
