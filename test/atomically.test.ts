@@ -145,6 +145,29 @@ describe("insertThen", () => {
     await assertNoConnectionLeftInATransaction();
   });
 
+  test("writes that decline the row undo it and themselves, and answer their rows", async () => {
+    const declining = {
+      sql: `BEGIN
+        INSERT INTO ${table}_writes (id, note) VALUES (v_inserted_id + 1000, ?);
+        SET v_declined = TRUE;
+        SELECT 'too much' AS why;
+      END`,
+      values: ["declined"],
+    };
+    const result = await insertThen<{ why: string }, never>(claimOf("x"), declining, readOf("x"));
+    assert.ok("declined" in result, JSON.stringify(result));
+    assert.deepEqual(
+      result.declined.map((r) => r.why),
+      ["too much"],
+    );
+    assert.deepEqual(await claimed("x"), [], "the row is not made");
+    const written = await queryRows({ sql: `SELECT id FROM ${table}_writes WHERE note = 'declined'`, values: [] });
+    assert.deepEqual(written, [], "nor its writes");
+    const again = await insertThen<{ written: number }, never>(claimOf("x"), noteFor("after"), readOf("x"));
+    assert.ok("insertId" in again, "the key is free for the next claim");
+    await assertNoConnectionLeftInATransaction();
+  });
+
   test("on a duplicate key, answers the row that holds it and writes nothing", async () => {
     const first = await insertThen<unknown, never>(claimOf("b"), noteFor("first"), readOf("b"));
     assert.ok("insertId" in first);

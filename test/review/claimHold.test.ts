@@ -74,6 +74,28 @@ describe("a keyed refund whose claim waits on its charge's row lock", () => {
   });
 });
 
+describe("a keyed refund that cannot be made, whose claim met its charge locked", () => {
+  test("another client's charge: made alone, it is answered 404 once the lock lets go, never a 5xx", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const stranger = await newApiClient("claimhold stranger");
+    const outside = await mariadb.createConnection(mysqlConnectionOptions(process.env.DATABASE_URL!));
+    let answer: ReturnType<typeof postRefund> | undefined;
+    try {
+      await outside.query("BEGIN");
+      await outside.query("SELECT id FROM charges WHERE id = ? FOR UPDATE", [charge]);
+      answer = postRefund({ apiKey: stranger.apiKey, key: uniqueKey("stranger"), body: { charge, amount_cents: 100 } });
+      await sleep(1_000);
+    } finally {
+      await outside.query("ROLLBACK").catch(() => {});
+      await outside.end();
+    }
+    const res = await answer!;
+    assert.deepEqual([res.status, res.json?.error?.code], [404, "not_found"], res.text);
+    const t = await totals(charge);
+    assert.deepEqual([t.refunded, t.held, t.holdRows, t.gatewayCount], [0, 0, 0, 0], JSON.stringify(t));
+  });
+});
+
 describe("races on one charge", () => {
   test("60 refunds, 30 keys each sent twice at once, amounts 1..30: within the charge, 1:1, no 5xx", async () => {
     for (let round = 0; round < 3; round++) {

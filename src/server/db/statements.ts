@@ -166,18 +166,21 @@ export async function insertThenRead<Row>(
 /**
  * An INSERT and, if it inserted, `then` in the same transaction, in one round trip and one commit: a compound
  * statement. `then` is a block (BEGIN ... END, ending with a SELECT: its rows) that reads the new row's id as
- * `v_inserted_id`; the transaction runs at READ COMMITTED, so that it locks what `then` locks and no gaps. If the
- * INSERT met a duplicate key, nothing is written and `read` answers instead (the row that holds the key, read
- * right after). Any other failure of either rolls both back, the INSERT too, and is raised: nothing of a failed
- * call is left. A claim that makes writes of its own at the same commit is this (idempotency/records.ts).
+ * `v_inserted_id`; the transaction runs at READ COMMITTED, so that it locks what `then` locks and no gaps. `then`
+ * may decline the row (SET v_declined = TRUE): the INSERT and its writes are rolled back, and its rows are
+ * answered as `declined`. If the INSERT met a duplicate key, nothing is written and `read` answers instead (the
+ * row that holds the key, read right after). Any other failure of either rolls both back, the INSERT too, and is
+ * raised: nothing of a failed call is left. A claim that makes writes of its own at the same commit is this
+ * (idempotency/records.ts).
  */
 export async function insertThen<ThenRow, ReadRow>(
   insert: Statement,
   then: Statement,
   read: Statement,
-): Promise<{ insertId: bigint; rows: ThenRow[] } | { duplicate: ReadRow[] }> {
+): Promise<{ insertId: bigint; rows: ThenRow[] } | { declined: ThenRow[] } | { duplicate: ReadRow[] }> {
   const sql = `BEGIN NOT ATOMIC
     DECLARE v_inserted_id BIGINT UNSIGNED DEFAULT NULL;
+    DECLARE v_declined BOOLEAN DEFAULT FALSE;
     DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; SET autocommit = 1; RESIGNAL; END;
     SET autocommit = 0;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
@@ -194,17 +197,24 @@ export async function insertThen<ThenRow, ReadRow>(
       ${read.sql};
     ELSE
       ${then.sql};
-      COMMIT;
-      SET autocommit = 1;
+      IF v_declined THEN
+        ROLLBACK;
+        SET autocommit = 1;
+        SELECT TRUE AS declined;
+      ELSE
+        COMMIT;
+        SET autocommit = 1;
+      END IF;
     END IF;
   END`;
   const values = utcValues([...insert.values, ...read.values, ...then.values]);
   // A compound statement, prepared once per connection (the driver's cache): MariaDB then parses it once, not
   // on every call, about a third of the CPU such a block costs it (bench/README.md).
-  const [[inserted], rows] = (await onOneConnection((c) =>
+  const [[inserted], rows, declined] = (await onOneConnection((c) =>
     c.execute({ sql, dateStrings: true, typeCast: utcDatetimes }, values),
-  )) as [[{ inserted_id: bigint | number | null }], unknown[]];
+  )) as [[{ inserted_id: bigint | number | null }], unknown[], unknown];
   if (inserted?.inserted_id === null || inserted?.inserted_id === undefined) return { duplicate: rows as ReadRow[] };
+  if (Array.isArray(declined)) return { declined: rows as ThenRow[] };
   return { insertId: BigInt(inserted.inserted_id), rows: rows as ThenRow[] };
 }
 

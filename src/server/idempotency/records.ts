@@ -132,6 +132,7 @@ export async function claim(
   | { claimed: IdempotencyRecord; atClaim?: unknown[] }
   | { found: IdempotencyRecord | null }
   | { refused: true }
+  | { declined: unknown[] }
   | Conflicted
 > {
   if (claim.idempotencyKey === null) return claimKeyless(claim, now);
@@ -147,7 +148,8 @@ export async function claim(
 
 /**
  * A claim whose operation writes at the same commit (ClaimInput.atClaim): one transaction makes both or neither,
- * so a failure of either leaves nothing; a lock conflict (the writes do not wait) is answered `conflicted`.
+ * so a failure of either leaves nothing, nor does a decline; a lock conflict (the writes do not wait) is answered
+ * `conflicted`.
  */
 async function claimWithWrites(
   claim: ClaimInput,
@@ -155,10 +157,15 @@ async function claimWithWrites(
   insert: Statement,
   atClaim: Statement,
   now: Date,
-): Promise<{ claimed: IdempotencyRecord; atClaim: unknown[] } | { found: IdempotencyRecord | null } | Conflicted> {
+): Promise<
+  | { claimed: IdempotencyRecord; atClaim: unknown[] }
+  | { found: IdempotencyRecord | null }
+  | { declined: unknown[] }
+  | Conflicted
+> {
   const read = byKeyStatement(idempotencyKey, claim.route);
   const result = await insertThen<unknown, RecordRow>(insert, atClaim, read).catch(conflictedOrThrow);
-  if ("conflicted" in result) return result;
+  if ("conflicted" in result || "declined" in result) return result;
   if ("insertId" in result) return { claimed: claimed(claim, result.insertId, now), atClaim: result.rows };
   return { found: result.duplicate[0] ? decodeRecord(result.duplicate[0], now) : null };
 }

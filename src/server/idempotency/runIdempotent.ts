@@ -161,6 +161,7 @@ async function claimOrAnswer(input: ClaimInput): Promise<IdempotentOutcome | Cla
       continue;
     }
     if ("refused" in result) return { kind: "refused" };
+    if ("declined" in result) return { kind: "declined", rows: result.declined };
     if ("claimed" in result) {
       claim.onNewRecord?.();
       return { kind: "claimed", record: result.claimed, atClaim: result.atClaim };

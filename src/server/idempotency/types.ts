@@ -22,7 +22,9 @@ export type ClaimInput = {
    * (a refund's hold), as a block that ends with a SELECT and reads the new record's id as `v_inserted_id`
    * (db/statements.ts, insertThen). Its rows reach the work as `HeldClaim.atClaim`; a take-over of the record
    * makes none, so work must not count on them. They must not wait for locks (a lock wait timeout of 0): the
-   * record is invisible until they commit. On a lock conflict the claim is made without them.
+   * record is invisible until they commit. On a lock conflict the claim is made without them. They may decline
+   * the operation (`SET v_declined = TRUE`): the record and the writes are rolled back, and the request is
+   * answered `declined` with their rows, having left nothing (a refund of more than is left).
    */
   atClaim?: Statement;
 };
@@ -73,4 +75,6 @@ export type IdempotentOutcome =
   /** The work's outcome is unknown; the claim was released for the next attempt (or, keyless, for the sweeper). */
   | { kind: "unknown_outcome"; requestId: bigint }
   /** Keyless, and its admission said no: nothing was charged, and nothing of it is left but `refusalWrites()`. */
-  | { kind: "refused" };
+  | { kind: "refused" }
+  /** Keyed, and its claim's own writes declined it (ClaimInput.atClaim): nothing of it is left; their rows. */
+  | { kind: "declined"; rows: unknown[] };

@@ -20,13 +20,21 @@ export type MoneyOperation<Input> = {
     body: Record<string, unknown>,
     input: Input,
   ) => { customerId: string | null; fields: Record<string, unknown> };
-  /** A refusal that needs the database but no claim (a refund of a charge that cannot be refunded). */
+  /**
+   * A refusal that needs the database but no claim (a refund of a charge that cannot be refunded), asked before
+   * claiming when the claim makes no writes of the operation's own (keyless requests, or no `atClaim`).
+   */
   precheck?: (apiClientId: number, input: Input) => Promise<Refusal | null>;
   /**
    * Writes made with a keyed operation's record, at its claim's commit (idempotency: ClaimInput.atClaim), whose
-   * rows reach `work` as `held.atClaim` when its claim made the record (a refund's hold).
+   * rows reach `work` as `held.atClaim` when its claim made the record (a refund's hold). They decide the
+   * precheck's refusals themselves, under their locks: writes that decline leave nothing, and `refusal` turns
+   * their rows into the answer.
    */
-  atClaim?: (apiClientId: number, input: Input) => Statement;
+  atClaim?: {
+    writes: (apiClientId: number, input: Input) => Statement;
+    refusal: (apiClientId: number, input: Input, rows: unknown[]) => Promise<Refusal>;
+  };
   /** The work under a held claim: one gateway call under the derived key, and the rows to store with the answer. */
   work: (held: HeldClaim, input: Input) => Promise<WorkResult>;
   /** What happened to an operation nobody finished, asked of the gateway without creating anything. */

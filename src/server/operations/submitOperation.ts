@@ -77,8 +77,10 @@ async function checkBeforeClaim<Input>(
     return { answer: errorOutcome("invalid_request", { details: { fields: fieldErrors(parsed.error) } }) };
   }
   // A refusal is for a new operation only: a retry of one under way or done (whose own hold may be what left
-  // nothing to refund) goes on to the protocol, which replays, answers 409 or 422, or takes it over.
-  const refusal = await operation.precheck?.(args.apiClientId, parsed.data);
+  // nothing to refund) goes on to the protocol, which replays, answers 409 or 422, or takes it over. A keyed
+  // request whose claim makes the operation's writes is refused by them instead, under their locks.
+  const claimDecides = idempotencyKey !== null && operation.atClaim !== undefined;
+  const refusal = claimDecides ? null : await operation.precheck?.(args.apiClientId, parsed.data);
   if (refusal && !(idempotencyKey && (await operationExists(operation, args.apiClientId, idempotencyKey)))) {
     return { answer: errorOutcome(refusal.code, { message: refusal.message, details: refusal.details }) };
   }
@@ -114,7 +116,7 @@ async function claimAndWork<Input>(
     fields: shown.fields,
     admission,
     onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, operation.route),
-    atClaim: idempotencyKey === null ? undefined : operation.atClaim?.(args.apiClientId, input),
+    atClaim: idempotencyKey === null ? undefined : operation.atClaim?.writes(args.apiClientId, input),
   };
   const work = (held: HeldClaim) => operation.work(held, input).then((r) => withKeylessCount(held.record, r));
   const outcome = await runIdempotent(claim, work, {
@@ -134,6 +136,10 @@ async function claimAndWork<Input>(
       return errorOutcome("idempotency_key_reused");
     case "refused":
       return errorOutcome("idempotency_key_required");
+    case "declined": {
+      const refusal = await operation.atClaim!.refusal(args.apiClientId, input, outcome.rows);
+      return errorOutcome(refusal.code, { message: refusal.message, details: refusal.details });
+    }
     case "unknown_outcome":
       // With a key the client retries under it; without one a retry is a second operation, so it gets a handle.
       return idempotencyKey === null

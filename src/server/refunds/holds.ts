@@ -14,7 +14,8 @@ export type Hold = {
 
 type HoldRow = { amount_cents: number; reason: RefundReason | null };
 
-type HoldDecision = {
+/** What the hold read under the charge's lock; `charged` null: no succeeded charge of this client by that id. */
+export type HoldDecision = {
   charged: number | null;
   refunded: number | null;
   held: number | null;
@@ -34,6 +35,7 @@ type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReaso
  * one being made in the same transaction (`atClaim`, idempotency: ClaimInput.atClaim), which has no hold to look
  * for yet. Made with the record, it does not wait for a charge another transaction has locked: the record would
  * stay invisible to retries and lookups until the wait ended; the claim is then made alone and the work holds.
+ * Nor does it make a record of a refund it cannot hold: it declines it (insertThen), and nothing is stored.
  */
 function holdBlock({ atClaim }: { atClaim: boolean }) {
   const recordId = atClaim ? "v_inserted_id" : "?";
@@ -62,6 +64,7 @@ function holdBlock({ atClaim }: { atClaim: boolean }) {
         END IF;
       END IF;
     END IF;
+    ${atClaim ? "IF v_own IS NULL THEN SET v_declined = TRUE; END IF;" : ""}
     SELECT v_charged AS charged, v_refunded AS refunded, v_held AS held, v_currency AS currency,
            v_gateway AS gateway_charge_id, v_own AS own, v_reason AS own_reason;
   END`;
@@ -104,14 +107,15 @@ export const holdAtClaim = (apiClientId: number, request: HoldRequest): Statemen
   values: holdValues(null, apiClientId, request),
 });
 
-type Holding = { kind: "held"; hold: Hold } | { kind: "nothing_left"; left: number };
+type Holding = { kind: "held"; hold: Hold } | { kind: "nothing_left"; left: number } | { kind: "not_refundable" };
 
 /**
  * Holds the refund's amount on its charge before the gateway is called: under the charge's row lock, the
  * database decides whether refunded + held + this amount stays within the charge, so that refunds racing with
  * different keys can never both pass the limit. A retry of the same operation finds its own hold. Without an
- * amount, the hold is what is left then. `left` is what was left when the charge could not take this refund.
- * `atClaim`: the rows of the hold made with the record (holdAtClaim), when this attempt's claim made it.
+ * amount, the hold is what is left then. `left` is what was left when the charge could not take this refund;
+ * not refundable: no succeeded charge of the client by that id. `atClaim`: the rows of the hold made with the
+ * record (holdAtClaim), when this attempt's claim made it.
  */
 export async function holdAmount(
   record: IdempotencyRecord,
@@ -123,9 +127,7 @@ export async function holdAmount(
     (await retryOnLockConflict(() =>
       compoundRows<HoldDecision>({ sql: HOLD_SQL, values: holdValues(record.id, record.apiClientId, request) }),
     ));
-  if (!d || d.charged === null) {
-    throw new Error(`refund operation ${record.id}: charge ${request.charge} is not refundable`);
-  }
+  if (!d || d.charged === null) return { kind: "not_refundable" };
   if (d.own === null) return { kind: "nothing_left", left: d.charged - d.refunded! - d.held! };
   const hold: Hold = {
     recordId: record.id,

@@ -6,7 +6,14 @@ import { deriveGatewayKey, gateway, GatewayRefusedError, metadataFor, type Gatew
 import type { FinishedBy, HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { endHold, findHold, holdAmount, type Hold } from "./holds";
-import { abandonedRefundResponse, declinedRefundResponse, nothingLeftResponse, responseForRefund } from "./responses";
+import { refusalOfHold } from "./refusals";
+import {
+  abandonedRefundResponse,
+  declinedRefundResponse,
+  nothingLeftResponse,
+  refusalResponse,
+  responseForRefund,
+} from "./responses";
 import type { CreateRefundInput } from "./schema";
 
 export const newRefundId = () => `re_${randomBytes(12).toString("hex")}`;
@@ -78,6 +85,11 @@ export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput)
   const holding = await holdAmount(held.record, input, held.atClaim);
   if (holding.kind === "nothing_left") {
     return { kind: "complete", response: nothingLeftResponse(holding.left), writes: [] };
+  }
+  if (holding.kind === "not_refundable") {
+    // Only where the claim was made without its hold (it met a locked charge): the refusal is the answer then.
+    const refusal = await refusalOfHold(held.record.apiClientId, input, undefined);
+    return { kind: "complete", response: refusalResponse(refusal), writes: [] };
   }
   const { hold } = holding;
   const gatewayKey = deriveGatewayKey(held.record);
