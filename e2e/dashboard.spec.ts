@@ -161,6 +161,32 @@ test("support opens a request and reads its timeline", async ({ page, request })
   await expect(page.getByTestId("event-counts")).toContainText("1 × 409");
 });
 
+test("what support types into the search before the page comes alive is what gets searched", async ({
+  page,
+  request,
+}) => {
+  const key = `e2e-early-${run}`;
+  expect((await charge(request, { key, customer })).status()).toBe(201);
+  await login(page, "support");
+  // The page's scripts wait until the text is in the server-rendered box: a slow page load, made certain.
+  let release = () => {};
+  const scriptsHeld = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  await page.route("**/_next/static/chunks/**", async (route) => {
+    await scriptsHeld;
+    await route.continue();
+  });
+  await page.goto("/admin", { waitUntil: "commit" });
+  await page.getByLabel(/Search by an idempotency key/).fill(key.slice(0, 14));
+  release();
+  await expect(page.getByTestId("request-count")).toContainText(/matching requests|Too many rows/);
+  await expect(page.getByLabel(/Search by an idempotency key/)).toHaveValue(key.slice(0, 14));
+  await page.getByRole("button", { name: "Search", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`q=${key.slice(0, 14)}`));
+  await expect(page.getByTestId("search-results").getByRole("link", { name: key })).toBeVisible();
+});
+
 test("support shares a filtered log link, and the link shows the same", async ({ page, browser, request }) => {
   expect((await charge(request, { key: `e2e-declined-${run}`, card: "tok_declined", customer })).status()).toBe(402);
   await login(page, "support");

@@ -32,6 +32,7 @@ const PHASES = [
 ] as const;
 const STATUSES = ["201", "402", "500", "none"] as const;
 const HOUR = 3_600_000;
+const noLanding = { q: "", matches: [] };
 
 /** Every filter and the search live in the URL, so a link shows what its sender saw. */
 const filterParams = {
@@ -86,7 +87,6 @@ const columns: ColumnDef<Item>[] = [
 export function RequestLog() {
   const trpc = useTRPC();
   const [params, setParams] = useQueryStates(filterParams);
-  const [search, setSearch] = useState(params.q ?? "");
   // A filter the address names but that cannot be read, or an impossible range: said, and nothing listed.
   const problems = useUrlProblems(filterParams, { from: "since", until: "until" });
   const enabled = problems.length === 0 && !params.q;
@@ -114,16 +114,16 @@ export function RequestLog() {
   const count = useQuery(trpc.requests.count.queryOptions(filters, { refetchInterval: 10_000, enabled }));
   const queryClient = useQueryClient();
   const router = useRouter();
-  const [landing, setLanding] = useState<RouterOutputs["requests"]["resolve"]>([]);
+  const [landing, setLanding] = useState<{ q: string; matches: RouterOutputs["requests"]["resolve"] }>(noLanding);
   /** A whole key, charge, refund, request or customer id opens its page; anything else is searched as a prefix. */
   async function land(q: string) {
-    setLanding([]);
+    setLanding(noLanding);
     if (!q) return void setParams({ q: null });
     const matches = await queryClient
       .fetchQuery(trpc.requests.resolve.queryOptions({ q: q.slice(0, 64) }))
       .catch(() => []);
     if (matches.length === 1) return router.push(matches[0]!.path);
-    setLanding(matches);
+    setLanding({ q, matches });
     void setParams({ q });
   }
   const items = list.data?.pages.flatMap((p) => p.items) ?? [];
@@ -144,15 +144,17 @@ export function RequestLog() {
         className="card flex flex-wrap items-end gap-2"
         onSubmit={(e) => {
           e.preventDefault();
-          void land(search.trim());
+          void land(String(new FormData(e.currentTarget).get("q") ?? "").trim());
         }}
       >
         <label className="field min-w-0 flex-1">
           Search by an idempotency key, charge id, refund id, request id (req_…) or customer id, or its start
+          {/* Uncontrolled, read when the form is sent: what someone typed before the page came alive stays. */}
           <input
+            name="q"
             className="input"
-            value={search}
-            onChange={(e) => setSearch(e.target.value)}
+            defaultValue={params.q ?? ""}
+            key={params.q ?? ""}
             placeholder="e.g. 8e03 or ch_4f or cus_12"
           />
         </label>
@@ -164,8 +166,7 @@ export function RequestLog() {
             type="button"
             className="btn-secondary"
             onClick={() => {
-              setSearch("");
-              setLanding([]);
+              setLanding(noLanding);
               void setParams({ q: null });
             }}
           >
@@ -173,10 +174,10 @@ export function RequestLog() {
           </button>
         )}
       </form>
-      {landing.length > 1 && (
+      {landing.matches.length > 1 && (
         <p role="status" className="card" data-testid="search-choices">
-          “{search.trim()}” names several records:{" "}
-          {landing.map((m) => (
+          “{landing.q}” names several records:{" "}
+          {landing.matches.map((m) => (
             <Link key={m.kind} href={m.path} className="mr-3">
               the {m.kind} {m.id}
             </Link>
