@@ -160,18 +160,17 @@ export async function findHold(record: IdempotencyRecord): Promise<Hold | null> 
 
 /**
  * The hold ends with the operation's answer, in its transaction: refunded (the amount moves from held to
- * refunded) or proven not made (given back). Each statement touches one row, as `atomically` requires.
+ * refunded) or proven not made (given back). Each statement touches one row, as `atomically` requires; the
+ * hold row's DELETE is what proves it was still held (nothing is committed if it was not), so the charge's
+ * update needs no join to it (a multi-table UPDATE cost MariaDB more than both of these).
  */
 export function endHold(hold: Hold, refunded: boolean): Statement[] {
-  const refundedCents = refunded ? "c.amount_refunded_cents + h.amount_cents" : "c.amount_refunded_cents";
   return [
-    {
-      sql: `UPDATE charges c JOIN refund_holds h ON h.charge_id = c.id
-               SET c.amount_refunded_cents = ${refundedCents},
-                   c.refund_held_cents = c.refund_held_cents - h.amount_cents
-             WHERE h.idempotent_request_id = ?`,
-      values: [hold.recordId],
-    },
     { sql: "DELETE FROM refund_holds WHERE idempotent_request_id = ?", values: [hold.recordId] },
+    {
+      sql: `UPDATE charges SET amount_refunded_cents = amount_refunded_cents + ?, refund_held_cents = refund_held_cents - ?
+             WHERE id = ?`,
+      values: [refunded ? hold.amountCents : 0, hold.amountCents, hold.chargeId],
+    },
   ];
 }
