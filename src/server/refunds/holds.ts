@@ -168,7 +168,8 @@ export function endHold(hold: Hold, refunded: boolean): Statement[] {
   return [
     { sql: "DELETE FROM refund_holds WHERE idempotent_request_id = ?", values: [hold.recordId] },
     {
-      sql: `UPDATE charges SET amount_refunded_cents = amount_refunded_cents + ?, refund_held_cents = refund_held_cents - ?
+      sql: `UPDATE charges
+               SET amount_refunded_cents = amount_refunded_cents + ?, refund_held_cents = refund_held_cents - ?
              WHERE id = ?`,
       values: [refunded ? hold.amountCents : 0, hold.amountCents, hold.chargeId],
     },
