@@ -36,7 +36,8 @@ before(async () => {
     values: [],
   });
   await execute({
-    sql: `CREATE TABLE ${table}_claims (id INT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(16) UNIQUE) ENGINE=InnoDB`,
+    sql: `CREATE TABLE ${table}_claims (id INT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(16) UNIQUE,
+            at DATETIME(6) NOT NULL DEFAULT '2026-12-05 19:00:00.123456') ENGINE=InnoDB`,
     values: [],
   });
   await execute({
@@ -122,7 +123,7 @@ describe("atomically", () => {
 
 describe("insertThen", () => {
   const claimOf = (k: string) => ({ sql: `INSERT INTO ${table}_claims (k) VALUES (?)`, values: [k] });
-  const readOf = (k: string) => ({ sql: `SELECT id, k FROM ${table}_claims WHERE k = ?`, values: [k] });
+  const readOf = (k: string) => ({ sql: `SELECT id, k, at FROM ${table}_claims WHERE k = ?`, values: [k] });
   /** A write keyed by the new row's id, and a SELECT of it: what a refund's hold is to its claim. */
   const noteFor = (note: string) => ({
     sql: `BEGIN
@@ -171,11 +172,16 @@ describe("insertThen", () => {
   test("on a duplicate key, answers the row that holds it and writes nothing", async () => {
     const first = await insertThen<unknown, never>(claimOf("b"), noteFor("first"), readOf("b"));
     assert.ok("insertId" in first);
-    const second = await insertThen<unknown, { id: number; k: string }>(claimOf("b"), noteFor("second"), readOf("b"));
+    const second = await insertThen<unknown, { id: number; k: string; at: Date }>(
+      claimOf("b"),
+      noteFor("second"),
+      readOf("b"),
+    );
     assert.ok("duplicate" in second);
+    // Read as a prepared statement's binary row: its DATETIME still comes back as the UTC date it stores.
     assert.deepEqual(
-      second.duplicate.map((r) => [Number(r.id), r.k]),
-      [[Number(first.insertId), "b"]],
+      second.duplicate.map((r) => [Number(r.id), r.k, r.at.toISOString()]),
+      [[Number(first.insertId), "b", "2026-12-05T19:00:00.123Z"]],
     );
     const written = await queryRows({ sql: `SELECT id FROM ${table}_writes WHERE note = 'second'`, values: [] });
     assert.deepEqual(written, []);

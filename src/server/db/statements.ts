@@ -42,9 +42,11 @@ export async function queryRows<Row>({ sql, values }: Statement): Promise<Row[]>
   return (await database.pool.query({ sql, dateStrings: true, typeCast: utcDatetimes }, utcValues(values))) as Row[];
 }
 
+/** For statements sent with `dateStrings: true`, whose `next()` is then the DATETIME's text in both protocols. */
 const utcDatetimes: TypeCastFunction = (column, next) => {
   if (column.type !== "DATETIME" && column.type !== "TIMESTAMP") return next();
-  const text = column.string();
+  // Not column.string(): a prepared statement's row is binary, and its DATETIME is not text (insertThen).
+  const text = next() as string | null;
   return text === null ? null : new Date(`${text.replace(" ", "T")}Z`);
 };
 
