@@ -244,7 +244,7 @@ type Connection = Awaited<ReturnType<ClusterStack["cluster"]["nodes"][number]["c
  */
 async function running(look: Connection, sql: string): Promise<boolean> {
   const [row] = await look.query(
-    "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE command = 'Query' AND info LIKE ?",
+    "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE command IN ('Query', 'Execute') AND info LIKE ?",
     [`${sql}%`],
   );
   return Number(row.n) > 0;
