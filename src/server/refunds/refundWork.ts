@@ -87,7 +87,8 @@ export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput)
     return { kind: "complete", response: nothingLeftResponse(holding.left), writes: [] };
   }
   if (holding.kind === "not_refundable") {
-    // Only where the claim was made without its hold (it met a locked charge): the refusal is the answer then.
+    // Only where the hold was not made with the claim (a keyless refund, or a claim that met its charge locked),
+    // so that the record exists: the refusal is its answer.
     const refusal = await refusalOfHold(held.record.apiClientId, input, undefined);
     return { kind: "complete", response: refusalResponse(refusal), writes: [] };
   }
