@@ -148,7 +148,8 @@ describe("OpenAPI document", () => {
     const key = uniqueKey();
     const body = chargeBody();
     const slowKey = uniqueKey();
-    const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) });
+    // Slow enough to be in flight still when it is asked about on a loaded machine (1.5 s was not, at load 10).
+    const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_4000" }) });
     await new Promise((r) => setTimeout(r, 300));
     const responses = [
       await postCharge({ apiKey, key, body }), // 201
@@ -206,7 +207,8 @@ describe("OpenAPI document", () => {
     const written = { phase: "complete", finishedBy: "abandoned", response } as const;
     const abandoned = await seedRecord({ apiClientId: clientId, ...written }); // what the sweeper stores
     const slowKey = uniqueKey();
-    const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_1500" }) });
+    // Slow enough to be in flight still when it is asked about on a loaded machine (1.5 s was not, at load 10).
+    const slow = postCharge({ apiKey, key: slowKey, body: chargeBody({ card_token: "tok_slow_4000" }) });
     await new Promise((r) => setTimeout(r, 300));
     const other = await newApiClient("openapi other");
 
