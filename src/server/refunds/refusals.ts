@@ -4,7 +4,8 @@ import type { HoldDecision } from "./holds";
 import type { CreateRefundInput } from "./schema";
 
 /**
- * Why a refund cannot be made, for an answer that stores nothing and leaves the key usable: what the hold
+ * Why a refund cannot be made (at the claim, an answer that stores nothing and leaves the key usable; in the
+ * work, where the record exists, its stored answer): what the hold
  * decided under the charge's row lock (the rows of a claim's hold that declined), or, where the hold could not
  * see the charge at all (missing, another client's, not succeeded), what a read of it says.
  */
