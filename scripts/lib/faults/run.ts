@@ -9,6 +9,7 @@ import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type 
 import { RefundOperations, type RefundBody } from "./refunds";
 import { postOnce } from "./postOnce";
 import { RUN_TIMINGS, type FaultStack } from "./stack";
+import { RequiredWindows } from "./requiredWindows";
 import { stallHoldMs, stallStorage, type StallStats } from "./stallStorage";
 
 type Common = {
@@ -45,9 +46,6 @@ export type RefundObservation = Common & {
 
 export type Observation = ChargeObservation | RefundObservation;
 
-/** While the header was required of a client (`require_header`): from after the switch committed to before it ended. */
-export type RequiredWindow = { client: 0 | 1; from: number; to: number };
-
 export type ChargeBody = { amount_cents: number; currency: string; card_token: string; customer_id: string };
 
 /** A fresh charge operation, as refunds and retries find it. */
@@ -78,7 +76,7 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
   };
   const effects: Effects = {
     deadlocksForced: 0,
-    requiredWindows: [],
+    required: new RequiredWindows((client, on) => switchHeader(stack, client, on)),
     ending: [],
     stalls: { gaps: 0, held: 0, mostAtOnce: 0 },
   };
@@ -158,7 +156,8 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
   await Promise.all(inFlight);
   await faultLoop;
   await Promise.all(effects.ending);
-  const { deadlocksForced, requiredWindows, stalls } = effects;
+  const { deadlocksForced, required, stalls } = effects;
+  const requiredWindows = required.windows;
   return { observations, faultsDone, deadlocksForced, requiredWindows, stalls, durationMs: Date.now() - started };
 }
 
@@ -217,6 +216,21 @@ async function onPrivateDatabase(stack: FaultStack, sql: string) {
   }
 }
 
+/** The rollout switch for one client, as an engineer's would be; off again and again if need be (a database down). */
+async function switchHeader(stack: FaultStack, client: 0 | 1, on: boolean) {
+  const sql = `UPDATE api_clients SET key_required_since = ${on ? "UTC_TIMESTAMP(6)" : "NULL"}
+    WHERE id = (SELECT id FROM (SELECT id FROM api_clients ORDER BY id LIMIT 1 OFFSET ${client}) c)`;
+  for (let tries = 0; ; tries++) {
+    try {
+      return await onPrivateDatabase(stack, sql);
+    } catch (error) {
+      if (!on && tries < 60) await sleep(500);
+      else
+        throw new Error(`require_header: the header could not be switched ${on ? "on" : "back off"}`, { cause: error });
+    }
+  }
+}
+
 async function privateDatabase(stack: FaultStack) {
   return mariadb.createConnection({
     host: "127.0.0.1",
@@ -228,7 +242,7 @@ async function privateDatabase(stack: FaultStack) {
 
 type Effects = {
   deadlocksForced: number;
-  requiredWindows: RequiredWindow[];
+  required: RequiredWindows;
   ending: Promise<void>[];
   stalls: StallStats;
 };
@@ -256,26 +270,8 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) 
     case "require_header": {
       // The rollout switched on for one client for 5-15 s, then off, while the next faults strike: its keyless
       // requests meanwhile are refused and their claims withdrawn (deleted before any work).
-      const sql = (on: boolean) =>
-        `UPDATE api_clients SET key_required_since = ${on ? "UTC_TIMESTAMP(6)" : "NULL"}
-          WHERE id = (SELECT id FROM (SELECT id FROM api_clients ORDER BY id LIMIT 1 OFFSET ${fault.instance}) c)`;
-      await onPrivateDatabase(stack, sql(true));
-      const from = Date.now();
-      effects.ending.push(
-        sleep(5_000 + fault.downMs * 4).then(async () => {
-          effects.requiredWindows.push({ client: fault.instance, from, to: Date.now() });
-          // Again and again if need be: the database may be down (kill_database) when the window ends.
-          for (let tries = 0; ; tries++) {
-            try {
-              return await onPrivateDatabase(stack, sql(false));
-            } catch (error) {
-              if (tries === 60)
-                throw new Error("require_header: the header could not be switched back off", { cause: error });
-              await sleep(500);
-            }
-          }
-        }),
-      );
+      const { ending } = await effects.required.require(fault.instance, 5_000 + fault.downMs * 4);
+      effects.ending.push(ending);
       return;
     }
     case "stall_storage": {

@@ -10,7 +10,8 @@ import { keyToBytes, decodeRecord } from "~/server/idempotency/reading";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { contradictedAnswers, type NoMoneyAnswer, unrefunded } from "./noMoneyAnswers";
-import type { ChargeObservation, Observation, RefundObservation, RequiredWindow } from "./run";
+import type { RequiredWindow } from "./requiredWindows";
+import type { ChargeObservation, Observation, RefundObservation } from "./run";
 import { allGatewayRefunds, verifyRefunds } from "./verifyRefunds";
 
 async function allGatewayCharges(since: Date, until: Date): Promise<ListedGatewayCharge[]> {
