@@ -408,22 +408,23 @@ describe("a keyless claim's admission, read with its INSERT", () => {
     assert.equal((await refusedCount()) - countBefore, 1, "counted as refused, once");
   });
 
-  test("withdraw deletes only a keyless claim still at its first attempt and in progress", async () => {
+  test("withdraw deletes only a record its holder's attempt still holds", async () => {
+    // As the holder of attempt 1 (a claimer) would withdraw it.
     const withdrawn = async (seed: Parameters<typeof seedRecord>[0]) =>
-      execute(withdrawStatement(await seedRecord({ route: ROUTE, ...seed })));
+      execute(withdrawStatement({ id: (await seedRecord({ route: ROUTE, ...seed })).id, attempt: 1 }));
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "held" }), 1);
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "lease_expired" }), 1);
+    assert.equal(await withdrawn({ apiClientId: clientId, key: uniqueKey("withdraw"), phase: "held" }), 1, "keyed");
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "held", attempt: 2 }), 0, "taken over");
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "released" }), 0, "outcome unknown");
     assert.equal(await withdrawn({ apiClientId: clientId, key: null, phase: "complete" }), 0, "finished");
-    assert.equal(await withdrawn({ apiClientId: clientId, key: uniqueKey("withdraw"), phase: "held" }), 0, "keyed");
   });
 
   test("a withdrawal that matches nothing (taken over) commits nothing of the refusal", async () => {
     const countBefore = await refusedCount();
     const taken = await seedRecord({ route: ROUTE, apiClientId: clientId, key: null, phase: "held", attempt: 2 });
     const refusal = keylessCountStatement(clientId, ROUTE, refusalHour, { refused: true });
-    assert.equal(await atomically([withdrawStatement(taken), refusal]), false);
+    assert.equal(await atomically([withdrawStatement({ id: taken.id, attempt: 1 }), refusal]), false);
     assert.equal(await refusedCount(), countBefore, "counted when the sweeper finishes the record, not here");
     assert.equal((await findById(taken.id))?.attempt, 2, "the record is its taker's");
   });

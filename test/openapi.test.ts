@@ -4,7 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { abandonedResponse } from "~/server/charges/responses";
 import { API_ERROR_CODES, API_ERRORS, isApiErrorCode } from "~/server/http/errorRegistry";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
-import { declinedRefundResponse, nothingLeftResponse } from "~/server/refunds/responses";
+import { declinedRefundResponse } from "~/server/refunds/responses";
 import {
   APP_URL,
   chargeBody,
@@ -128,8 +128,8 @@ describe("OpenAPI document", () => {
     const refundCodes = ["not_found", "charge_not_refundable", "charge_already_refunded", "refund_declined"];
     for (const code of [...refundCodes, "refund_outcome_unknown"])
       assert.ok(codesOf(refunds.post.responses).includes(code));
-    for (const code of ["refund_declined", "charge_already_refunded"])
-      assert.ok(codesOf(refunds.get.responses).includes(code));
+    assert.ok(codesOf(refunds.get.responses).includes("refund_declined"), "a stored answer, replayed by GET");
+    assert.ok(!codesOf(refunds.get.responses).includes("charge_already_refunded"), "a refusal, never stored");
     assert.ok(!codesOf(doc.paths["/api/charges"].post.responses).includes("refund_declined"));
     assert.match(refunds.get.parameters[1].description, /502 `refund_outcome_unknown`/);
     assert.deepEqual(doc.components.schemas.Charge.properties.refunds.items, { $ref: "#/components/schemas/Refund" });
@@ -322,13 +322,13 @@ describe("OpenAPI document: refunds", () => {
     const charge = await newCharge(apiKey, { amount_cents: 1000 });
     const made = { key: uniqueKey(), body: { charge, amount_cents: 100 } };
     const refund = await postRefund({ apiKey, ...made });
-    // A refund that lost the race for what was left: its stored 409, replayed to the settling GET.
-    const lost = await seedRecord({
+    // A refund the gateway declined: its stored 402, replayed to the settling GET.
+    const declined = await seedRecord({
       apiClientId: clientId,
       phase: "complete",
       route: REFUNDS_ROUTE,
       body: { charge, amount_cents: 950 },
-      response: nothingLeftResponse(900),
+      response: declinedRefundResponse("insufficient_funds"),
     });
     const slowKey = uniqueKey();
     const slow = postRefund({
@@ -355,7 +355,7 @@ describe("OpenAPI document: refunds", () => {
 
     const settled = [
       await settle(`idempotency_key=${made.key}`), // 201, as a replay
-      await settle(`idempotency_key=${lost.idempotencyKey}`), // 409 charge_already_refunded, as a replay
+      await settle(`idempotency_key=${declined.idempotencyKey}`), // 402 refund_declined, as a replay
       await settle(`idempotency_key=${slowKey}`), // 409 in flight
       await settle(`request_id=${keyless.json.error.request_id}`), // 201: the GET settles it with the gateway
       await settle(`idempotency_key=${uniqueKey()}`), // 404
@@ -366,7 +366,7 @@ describe("OpenAPI document: refunds", () => {
     await slow;
     assert.deepEqual(summary(settled), [
       "201 refund",
-      "409 charge_already_refunded",
+      "402 refund_declined",
       "409 request_in_progress",
       "201 refund",
       "404 not_found",

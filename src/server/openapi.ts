@@ -232,8 +232,8 @@ const MONEY_ROUTES: MoneyRouteDoc[] = [
       "Refunds one of your succeeded charges: `amount_cents` of it, or without it all that is left. Never more " +
       "than was charged, also when refunds with different keys race: each holds its amount on the charge before " +
       "the gateway is called. One gateway refund per Idempotency-Key, however often the request is retried. A " +
-      "refusal that needs no refund to start (an unknown or declined charge, too large an amount) stores nothing: " +
-      "the key stays usable.",
+      "refusal (an unknown or declined charge, nothing or too little left) stores nothing, also when it loses a " +
+      "race for what was left: the key stays usable.",
     created: "Refunded.",
     errors: [
       "not_found",
@@ -440,10 +440,6 @@ export const openApiDocument = {
           request_id: {
             type: "string",
             description: "charge_outcome_unknown, refund_outcome_unknown: the handle to settle the request by",
-          },
-          left_cents: {
-            type: "integer",
-            description: "charge_already_refunded, when a refund lost the race: what was left to refund",
           },
           gateway: {
             enum: ["refused", "no_trace"],

@@ -377,7 +377,7 @@ describe("a three-node Galera cluster, two app instances on two nodes", () => {
       made.every((a) => !a.replayed && a.json.amount_cents === 300),
       seen,
     );
-    // The losers are refused before any claim (400 more than is left, 409 nothing left) or stored as nothing left.
+    // The losers are refused (400 more than is left, 409 nothing left), at their claim or by their work's hold.
     const refused = (a: Answer) =>
       (a.status === 400 && a.json.error?.code === "invalid_request") ||
       (a.status === 409 && a.json.error?.code === "charge_already_refunded");

@@ -3,7 +3,8 @@
  * charge locked elsewhere (another refund's hold or completion, a ledger job), the claim is made alone and the
  * work holds later. A refusal found there is stored as the operation's answer, so the key is burnt: invariant 3
  * says a refusal stores nothing and a retry with a corrected body succeeds. The keyed precheck that used to refuse
- * these before any claim is skipped now (submitOperation.checkBeforeClaim, claimDecides).
+ * these before any claim is skipped now (submitOperation.checkBeforeClaim, claimDecides). Fixed: the work's
+ * refusal declines, and the record, under which no gateway call was made, is withdrawn (WorkResult `declined`).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -12,6 +13,7 @@ import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import {
   type ApiResponse,
   closeConnections,
+  db,
   newApiClient,
   newCharge,
   postRefund,
@@ -21,7 +23,8 @@ import {
 } from "../helpers";
 
 let apiKey: string;
-before(async () => ({ apiKey } = await newApiClient("refusal under lock")));
+let clientId: number;
+before(async () => ({ apiKey, id: clientId } = await newApiClient("refusal under lock")));
 after(closeConnections);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -80,6 +83,29 @@ describe("a keyed refund refused after its claim met the charge locked", () => {
       { first: 404, stored: 0, retry: [201, null] },
       `first: ${first.text}\nretry: ${retry.text}`,
     );
+  });
+});
+
+describe("keyless refunds that pass the precheck and then lose the race for what was left", () => {
+  test("two of 600 on 1000, held up by the charge's lock: one 201, one 400, no record of it, both counted", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const keyless = () => db.idempotentRequest.count({ where: { apiClientId: clientId, idempotencyKey: null } });
+    const counted = async () =>
+      (await db.requestCountBucket.aggregate({ where: { apiClientId: clientId }, _sum: { keyless: true } }))._sum
+        .keyless ?? 0;
+    const [recordsBefore, countBefore] = [await keyless(), await counted()];
+    const body = { charge, amount_cents: 600 };
+    let second: Promise<ApiResponse> | undefined;
+    const first = await whileChargeLocked(charge, async () => {
+      second = postRefund({ apiKey, body });
+      return postRefund({ apiKey, body });
+    });
+    const answers = [first, await second!].map((a) => `${a.status} ${a.json?.error?.code ?? "refund"}`).sort();
+    assert.deepEqual(answers, ["201 refund", "400 invalid_request"]);
+    assert.equal((await keyless()) - recordsBefore, 1, "only the refund's record is left");
+    assert.equal((await counted()) - countBefore, 2, "both counted as accepted keyless requests");
+    const t = await refundedOf(charge);
+    assert.deepEqual([t.refunded, t.held], [600, 0]);
   });
 });
 

@@ -7,6 +7,7 @@
  *   the app's succeeded charges;
  * - at most one gateway refund per operation;
  * - nothing left held after the final sweep: every hold was released or turned into a refund;
+ * - no refusal stored (404, 409, 400), also where it lost a race for what was left after its claim;
  * - every refund answer a client saw agrees with the ledger.
  */
 import { db, queryRows } from "~/server/db";
@@ -80,6 +81,11 @@ export async function verifyRefunds(
   }
   const holds = await db.refundHold.findMany({ select: { idempotentRequestId: true, chargeId: true } });
   for (const h of holds) violations.push(`refund hold of record ${h.idempotentRequestId} on ${h.chargeId} left`);
+  const storedRefusals = await db.idempotentRequest.findMany({
+    where: { route: REFUNDS_ROUTE, responseStatus: { in: [400, 404, 409] } },
+    select: { id: true, responseStatus: true },
+  });
+  for (const r of storedRefusals) violations.push(`refund record ${r.id}: a refusal stored (${r.responseStatus})`);
 
   // Per charge at the gateway: its refunds within it, and each refund of a charge the app charged.
   const refundedAtGateway = new Map<string, number>();

@@ -225,9 +225,8 @@ export const API_ERRORS = {
     action: "final",
     advice:
       "Succeeded refunds (and refunds in flight) already cover the whole charge: see its `amount_refunded_cents` " +
-      "and `refunds`. Usually nothing was stored; a refund that lost the race for what was left after it started " +
-      "stores this answer (with `error.left_cents`) and replays it to every retry with its key.",
-    stored: true,
+      "and `refunds`. Nothing was stored: the key stays usable, and a refund in flight that fails gives its " +
+      "amount back.",
   },
   refund_declined: {
     status: 402,

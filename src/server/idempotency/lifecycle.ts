@@ -31,11 +31,13 @@
  * Only `complete` records expire and are pruned. An in-progress record, however
  * old, is first finished by the sweeper (which asks the gateway): deleting it
  * would give its key a new record, hence a new gateway key, and a second charge.
- * The one exception is `withdraw`: a keyless claim whose own request learns,
- * from the read sent with its INSERT, that the header is required deletes it
- * at attempt 1, before any work. Nobody can have asked the gateway anything
- * under it (only a holder does, and a take-over would have moved the attempt),
- * and no key can ever name it again.
+ * The one exception is `withdraw`: its holder deletes a record that moved
+ * nothing, so that nothing is stored: a keyless claim whose own request learns,
+ * from the read sent with its INSERT, that the header is required, or work
+ * that declined before any gateway call of this attempt or an earlier one (a
+ * refund whose hold refused: every attempt holds before it calls). No gateway
+ * call was made under the record, so a later record's new gateway key cannot
+ * make a second one.
  *
  * Every transition is one conditional statement that names the attempt it was
  * decided on; 0 rows changed means someone else moved the record first.
@@ -159,7 +161,7 @@ export const TRANSITIONS = {
   complete: { from: ["held", "lease_expired"] as PhaseName[], to: "complete" },
   take: { from: ["released", "lease_expired"] as PhaseName[], to: "held" },
   expire: { from: ["complete"] as PhaseName[], to: "deleted" },
-  /** Keyless, attempt 1, its claimer's own, before any work: see the header. */
+  /** Its holder's own, when nothing moved: see the header. */
   withdraw: { from: ["held", "lease_expired"] as PhaseName[], to: "deleted" },
 } as const;
 

@@ -219,11 +219,11 @@ async function claimKeyless(
     (await queryRows<unknown>(admission.read).catch(async (error: unknown) => {
       // Not known whether it may go on: nothing is done under the claim, and the request fails (503 or 500). The
       // claim is withdrawn first where it can be, so that no write-off for a request never worked is left.
-      await execute(withdrawStatement({ id: result.insertId })).catch(() => {});
+      await execute(withdrawStatement({ id: result.insertId, attempt: 1 })).catch(() => {});
       throw error;
     }));
   if (admission.admits(rows)) return { claimed: claimed(claim, result.insertId, now) };
-  const withdrawal = [withdrawStatement({ id: result.insertId }), ...admission.refusalWrites()];
+  const withdrawal = [withdrawStatement({ id: result.insertId, attempt: 1 }), ...admission.refusalWrites()];
   const withdrawn = await retryOnLockConflict(() => atomically(withdrawal)).catch((error: unknown) => {
     log.warn({ err: error, requestId: String(result.insertId) }, "refused keyless claim not withdrawn");
     return null;
@@ -232,21 +232,25 @@ async function claimKeyless(
   return { refused: true };
 }
 
-// withdraw: held (keyless, attempt 1, its claimer's own) -> deleted ------------------------------------------------
+// withdraw: held (its holder's own attempt) -> deleted -------------------------------------------------------------
 
 /**
- * The claimer of a keyless record, refused by the read sent with its INSERT (the header is required), deletes it
- * before doing any work. Fenced on attempt 1 under a lease (the claim's own): once anyone else took it over (its
- * lease ended first), it is theirs to finish, and a released record (an unknown gateway outcome) is never
- * withdrawn; either way this matches no row.
+ * The holder of a record that moved nothing deletes it: a keyless claim refused by the read sent with its INSERT
+ * (the header is required), or work that declined (WorkResult). Fenced on the holder's attempt under a lease:
+ * once anyone else took it over (its lease ended first), it is theirs to finish, and a released record (an
+ * unknown gateway outcome) is never withdrawn; either way this matches no row.
  */
-export function withdrawStatement(claimed: { id: bigint }): Statement {
+export function withdrawStatement(held: { id: bigint; attempt: number }): Statement {
   return {
     sql: `DELETE FROM idempotent_requests
-           WHERE id = ? AND attempt = 1 AND state = 'in_progress' AND lease_expires_at IS NOT NULL
-             AND idempotency_key IS NULL`,
-    values: [claimed.id],
+           WHERE id = ? AND attempt = ? AND state = 'in_progress' AND lease_expires_at IS NOT NULL`,
+    values: [held.id, held.attempt],
   };
+}
+
+/** Withdraws the record this process holds; false when someone else moved it first. */
+export async function withdraw(record: IdempotencyRecord): Promise<boolean> {
+  return (await retryOnLockConflict(() => execute(withdrawStatement(record)))) === 1;
 }
 
 // take: released or lease_expired -> held, attempt + 1 -------------------------------------------------------------

@@ -219,6 +219,14 @@ export async function workUnderClaim(
     await records.release(record, "outcome unknown");
     return { kind: "unknown_outcome", requestId: record.id };
   }
+  if (result.kind === "declined") {
+    // Nothing moved: the record goes, so that nothing is stored and the key stays usable (lifecycle.ts, withdraw).
+    const withdrawn = await records.withdraw(record).catch(async (error: unknown) => {
+      await records.release(record, "error").catch(() => {});
+      throw error;
+    });
+    return withdrawn ? { kind: "declined", rows: result.rows } : currentAnswer(record);
+  }
   // The answer names the request that produced it (a replay says so in Original-Request); the sweeper's, none.
   const requestId = currentLogContext()?.requestId;
   const response = requestId ? { ...result.response, requestId } : result.response;

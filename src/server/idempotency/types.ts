@@ -56,11 +56,16 @@ export type HeldClaim = {
  * What the work done under a claim came to:
  * - complete: store `response`, together with `writes`, in one transaction;
  * - unknown: the outcome is not known (the money may have moved): release the
- *   claim so that the next attempt asks again.
+ *   claim so that the next attempt asks again;
+ * - declined: the operation cannot be made, and neither this attempt nor any
+ *   before it moved money or wrote anything (a refund whose hold refused, where
+ *   the claim was made without it): the record is withdrawn, as if the claim's
+ *   own writes had declined, so that nothing is stored and the key stays usable.
  */
 export type WorkResult =
   | { kind: "complete"; response: StoredResponse; writes: Statement[]; finishedBy?: Exclude<FinishedBy, "request"> }
-  | { kind: "unknown" };
+  | { kind: "unknown" }
+  | { kind: "declined"; rows: unknown[] };
 
 /** What a request under an idempotency key gets. */
 export type IdempotentOutcome =
@@ -76,5 +81,5 @@ export type IdempotentOutcome =
   | { kind: "unknown_outcome"; requestId: bigint }
   /** Keyless, and its admission said no: nothing was charged, and nothing of it is left but `refusalWrites()`. */
   | { kind: "refused" }
-  /** Keyed, and its claim's own writes declined it (ClaimInput.atClaim): nothing of it is left; their rows. */
+  /** Its claim's own writes (ClaimInput.atClaim) or its work declined it: nothing of it is left; their rows. */
   | { kind: "declined"; rows: unknown[] };

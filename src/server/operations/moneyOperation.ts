@@ -28,14 +28,18 @@ export type MoneyOperation<Input> = {
   /**
    * Writes made with a keyed operation's record, at its claim's commit (idempotency: ClaimInput.atClaim), whose
    * rows reach `work` as `held.atClaim` when its claim made the record (a refund's hold). They decide the
-   * precheck's refusals themselves, under their locks: writes that decline leave nothing, and `refusal` turns
-   * their rows into the answer.
+   * precheck's refusals themselves, under their locks: writes that decline leave nothing.
    */
-  atClaim?: {
-    writes: (apiClientId: number, input: Input) => Statement;
-    refusal: (apiClientId: number, input: Input, rows: unknown[]) => Promise<Refusal>;
-  };
-  /** The work under a held claim: one gateway call under the derived key, and the rows to store with the answer. */
+  atClaim?: (apiClientId: number, input: Input) => Statement;
+  /**
+   * The answer to an operation declined by its claim's writes or by its work (WorkResult `declined`), from their
+   * rows: nothing of it was stored, and its key stays usable.
+   */
+  refusal?: (apiClientId: number, input: Input, rows: unknown[]) => Promise<Refusal>;
+  /**
+   * The work under a held claim: one gateway call under the derived key, and the rows to store with the answer;
+   * or a decline, when it finds before any gateway call that the operation cannot be made.
+   */
   work: (held: HeldClaim, input: Input) => Promise<WorkResult>;
   /** What happened to an operation nobody finished, asked of the gateway without creating anything. */
   settle: (held: HeldClaim) => Promise<WorkResult>;

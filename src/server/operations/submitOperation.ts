@@ -116,7 +116,7 @@ async function claimAndWork<Input>(
     fields: shown.fields,
     admission,
     onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, operation.route),
-    atClaim: idempotencyKey === null ? undefined : operation.atClaim?.writes(args.apiClientId, input),
+    atClaim: idempotencyKey === null ? undefined : operation.atClaim?.(args.apiClientId, input),
   };
   const work = (held: HeldClaim) => operation.work(held, input).then((r) => withKeylessCount(held.record, r));
   const outcome = await runIdempotent(claim, work, {
@@ -137,7 +137,9 @@ async function claimAndWork<Input>(
     case "refused":
       return errorOutcome("idempotency_key_required");
     case "declined": {
-      const refusal = await operation.atClaim!.refusal(args.apiClientId, input, outcome.rows);
+      // A keyless request declined by its work left no record to count it with.
+      if (idempotencyKey === null) await countKeylessRequest(args.apiClientId, operation.route, { refused: false });
+      const refusal = await operation.refusal!(args.apiClientId, input, outcome.rows);
       return errorOutcome(refusal.code, { message: refusal.message, details: refusal.details });
     }
     case "unknown_outcome":

@@ -107,15 +107,16 @@ export const holdAtClaim = (apiClientId: number, request: HoldRequest): Statemen
   values: holdValues(null, apiClientId, request),
 });
 
-type Holding = { kind: "held"; hold: Hold } | { kind: "nothing_left"; left: number } | { kind: "not_refundable" };
+/** Refused: what the hold read (none when it read nothing), for the refusal (refusals.ts, refusalOfHold). */
+type Holding = { kind: "held"; hold: Hold } | { kind: "refused"; decision: HoldDecision | undefined };
 
 /**
  * Holds the refund's amount on its charge before the gateway is called: under the charge's row lock, the
  * database decides whether refunded + held + this amount stays within the charge, so that refunds racing with
  * different keys can never both pass the limit. A retry of the same operation finds its own hold. Without an
- * amount, the hold is what is left then. `left` is what was left when the charge could not take this refund;
- * not refundable: no succeeded charge of the client by that id. `atClaim`: the rows of the hold made with the
- * record (holdAtClaim), when this attempt's claim made it.
+ * amount, the hold is what is left then. Refused when it cannot hold: no succeeded charge of the client by that
+ * id, or not enough left. `atClaim`: the rows of the hold made with the record (holdAtClaim), when this attempt's
+ * claim made it.
  */
 export async function holdAmount(
   record: IdempotencyRecord,
@@ -127,8 +128,7 @@ export async function holdAmount(
     (await retryOnLockConflict(() =>
       compoundRows<HoldDecision>({ sql: HOLD_SQL, values: holdValues(record.id, record.apiClientId, request) }),
     ));
-  if (!d || d.charged === null) return { kind: "not_refundable" };
-  if (d.own === null) return { kind: "nothing_left", left: d.charged - d.refunded! - d.held! };
+  if (!d || d.charged === null || d.own === null) return { kind: "refused", decision: d };
   const hold: Hold = {
     recordId: record.id,
     chargeId: request.charge,

@@ -14,10 +14,8 @@ export const refundOperation: MoneyOperation<CreateRefundInput> = {
   shown: (body) => ({ customerId: null, fields: body }),
   precheck: refusalFor,
   // A keyed refund's hold is made with its record and decides its refusals under the charge's row lock.
-  atClaim: {
-    writes: holdAtClaim,
-    refusal: (apiClientId, input, rows) => refusalOfHold(apiClientId, input, rows[0] as HoldDecision | undefined),
-  },
+  atClaim: holdAtClaim,
+  refusal: (apiClientId, input, rows) => refusalOfHold(apiClientId, input, rows[0] as HoldDecision | undefined),
   work: refundOnGateway,
   settle: settleRefund,
   unknownOutcome: "refund_outcome_unknown",

@@ -6,14 +6,7 @@ import { deriveGatewayKey, gateway, GatewayRefusedError, metadataFor, type Gatew
 import type { FinishedBy, HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { endHold, findHold, holdAmount, type Hold } from "./holds";
-import { refusalOfHold } from "./refusals";
-import {
-  abandonedRefundResponse,
-  declinedRefundResponse,
-  nothingLeftResponse,
-  refusalResponse,
-  responseForRefund,
-} from "./responses";
+import { abandonedRefundResponse, declinedRefundResponse, responseForRefund } from "./responses";
 import type { CreateRefundInput } from "./schema";
 
 export const newRefundId = () => `re_${randomBytes(12).toString("hex")}`;
@@ -83,15 +76,9 @@ function refundCompletion(
  */
 export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput): Promise<WorkResult> {
   const holding = await holdAmount(held.record, input, held.atClaim);
-  if (holding.kind === "nothing_left") {
-    return { kind: "complete", response: nothingLeftResponse(holding.left), writes: [] };
-  }
-  if (holding.kind === "not_refundable") {
-    // Only where the hold was not made with the claim (a keyless refund, or a claim that met its charge locked),
-    // so that the record exists: the refusal is its answer.
-    const refusal = await refusalOfHold(held.record.apiClientId, input, undefined);
-    return { kind: "complete", response: refusalResponse(refusal), writes: [] };
-  }
+  // Where the hold was not made with the claim (a keyless refund, a claim that met its charge locked, a
+  // take-over): no attempt held, so none called the gateway, and the refusal stores nothing (refundOperation).
+  if (holding.kind === "refused") return { kind: "declined", rows: holding.decision ? [holding.decision] : [] };
   const { hold } = holding;
   const gatewayKey = deriveGatewayKey(held.record);
   // A take-over (an earlier attempt's outcome is unknown) asks first: Stripe replays a stored 500 to every retry

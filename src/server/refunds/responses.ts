@@ -3,7 +3,6 @@ import { abandonedBody } from "~/server/http/abandonedAnswer";
 import { errorBody } from "~/server/http/apiError";
 import { API_ERRORS } from "~/server/http/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
-import type { Refusal } from "~/server/operations/moneyOperation";
 
 /** The public JSON shape of a refund (POST /api/refunds, GET /api/refunds/[id], a charge's `refunds`). */
 export function serializeRefund(refund: Refund) {
@@ -28,18 +27,6 @@ export const responseForRefund = (refund: Refund): StoredResponse => ({
 export const declinedRefundResponse = (code: string): StoredResponse => ({
   status: 402,
   body: errorBody("refund_declined", API_ERRORS.refund_declined.message, { decline_code: code }),
-});
-
-/** A refund that lost the race for what was left: stored, since its operation had started. */
-export const nothingLeftResponse = (left: number): StoredResponse => ({
-  status: 409,
-  body: errorBody("charge_already_refunded", `Only ${left} is left to refund on this charge.`, { left_cents: left }),
-});
-
-/** A refusal stored as a refund operation's answer, for one whose record was made before it could be refused. */
-export const refusalResponse = ({ code, message, details }: Refusal): StoredResponse => ({
-  status: API_ERRORS[code].status,
-  body: errorBody(code, message, details),
 });
 
 /**
