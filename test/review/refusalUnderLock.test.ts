@@ -87,7 +87,7 @@ describe("a keyed refund refused after its claim met the charge locked", () => {
 });
 
 describe("keyless refunds that pass the precheck and then lose the race for what was left", () => {
-  test("two of 600 on 1000, held up by the charge's lock: one 201, one 400, no record of it, both counted", async () => {
+  test("two of 600 on 1000 behind the charge's lock: one 201, one 400, no record of it, both counted", async () => {
     const charge = await newCharge(apiKey, { amount_cents: 1000 });
     const keyless = () => db.idempotentRequest.count({ where: { apiClientId: clientId, idempotencyKey: null } });
     const counted = async () =>

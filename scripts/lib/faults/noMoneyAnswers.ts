@@ -1,6 +1,6 @@
 /**
  * After a fault run, healing included: an operation whose stored answer says no money moved (an error answer is
- * stored only when it is final: written off as `request_abandoned`, declined, nothing left to refund) has nothing
+ * stored only when it is final: written off as `request_abandoned`, or declined by the gateway) has nothing
  * at the gateway that says otherwise. For a charge operation: no gateway charge that is not refunded in full (the
  * ledger refunds a late one, ledger/healLateCharge.ts); for a refund operation: no gateway refund at all.
  * Pure: it judges what was read from both sides.
