@@ -3,7 +3,8 @@
  * finds no own hold and cannot hold shows that no attempt called the gateway, since every attempt holds before it
  * calls and holds end only with the record's completion. But the work's hold (holds.ts, HOLD_SQL) is not fenced
  * on the record: an attempt that waited on its charge's row lock past its lease holds AFTER its record was
- * finished (or withdrawn) by someone else, and that hold is never ended.
+ * finished (or withdrawn) by someone else, and that hold is never ended. Fixed: the hold reads the record under a
+ * share lock first (idempotency's attemptFence) and holds nothing once it is not this attempt's.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -31,7 +32,7 @@ const OTHER_PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 7;
 const bigints = (_k: string, v: unknown) => (typeof v === "bigint" ? String(v) : v);
 
 describe("a keyed refund whose work waited on its charge's lock past its lease", () => {
-  test("written off by the sweeper meanwhile, it still holds: the charge's hold never ends", async () => {
+  test("written off by the sweeper meanwhile: it holds nothing, and nothing is left held", async () => {
     const { reapAbandoned } = await import("~/server/sweep/reapAbandoned");
     const charge = await newCharge(apiKey, { amount_cents: 1000 });
     const key = uniqueKey("stale-hold");
@@ -68,7 +69,7 @@ describe("a keyed refund whose work waited on its charge's lock past its lease",
 });
 
 describe("a keyed refund withdrawn by a take-over while its first attempt still waits on the charge's lock", () => {
-  test("the first attempt holds after the withdrawal, for a record that no longer exists: never ended", async () => {
+  test("the first attempt holds nothing for a record withdrawn meanwhile, and nothing is left held", async () => {
     // The first attempt waits in its work's hold (innodb_lock_wait_timeout, 50 s) and is retried behind the
     // take-over (retryOnLockConflict); between them the sweeper gives back another refund's hold. The take-over
     // finds nothing left and withdraws; the first attempt then finds room and holds for the withdrawn record.

@@ -2,7 +2,8 @@
  * Review of 9178858, GATEWAY=stripe: a record withdrawn by a take-over whose hold found nothing left, while its
  * first attempt still waited on the charge's lock (see review2StaleHold). That attempt holds afterwards and calls
  * Stripe, which has no deadline to refuse a late request by; the key, usable again, makes a second record, a new
- * gateway key and a second refund of the one operation.
+ * gateway key and a second refund of the one operation. Fixed with review2StaleHold's fence: the stale attempt
+ * holds nothing, so it never calls.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

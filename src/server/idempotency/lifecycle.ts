@@ -35,9 +35,10 @@
  * nothing, so that nothing is stored: a keyless claim whose own request learns,
  * from the read sent with its INSERT, that the header is required, or work
  * that declined before any gateway call of this attempt or an earlier one (a
- * refund whose hold refused: every attempt holds before it calls). No gateway
- * call was made under the record, so a later record's new gateway key cannot
- * make a second one.
+ * refund whose hold refused: every attempt holds before it calls, only while
+ * it holds the record, `attemptFence`, and a hold ends only with the record's
+ * completion). No gateway call was made under the record, so a later record's
+ * new gateway key cannot make a second one.
  *
  * Every transition is one conditional statement that names the attempt it was
  * decided on; 0 rows changed means someone else moved the record first.

@@ -248,6 +248,18 @@ export function withdrawStatement(held: { id: bigint; attempt: number }): Statem
   };
 }
 
+/**
+ * For work that writes rows of the operation's own in a transaction of its own (a refund's hold): read first in
+ * it, under a share lock, it sets `into` to 1 only while the record is still in progress under this attempt, and
+ * keeps it so until the commit. A stalled attempt's writes then cannot outlive a take-over, a write-off or a
+ * withdrawal of its record (after which a new record of the key would call the gateway under another key).
+ */
+export const attemptFence = (into: string) => ({
+  sql: `SELECT COUNT(*) INTO ${into} FROM idempotent_requests
+          WHERE id = ? AND attempt = ? AND state = 'in_progress' LOCK IN SHARE MODE`,
+  values: (held: { id: bigint; attempt: number }) => [held.id, held.attempt],
+});
+
 /** Withdraws the record this process holds; false when someone else moved it first. */
 export async function withdraw(record: IdempotencyRecord): Promise<boolean> {
   return (await retryOnLockConflict(() => execute(withdrawStatement(record)))) === 1;

@@ -1,6 +1,6 @@
 import type { RefundReason } from "~/generated/prisma/client";
 import { compoundRows, queryRows, retryOnLockConflict, type Statement } from "~/server/db";
-import type { IdempotencyRecord } from "~/server/idempotency";
+import { attemptFence, type IdempotencyRecord } from "~/server/idempotency";
 
 /** What a refund operation holds on its charge, from before its gateway call until its answer is stored. */
 export type Hold = {
@@ -23,6 +23,8 @@ export type HoldDecision = {
   gateway_charge_id: string | null;
   own: number | null;
   own_reason: RefundReason | null;
+  /** 0: the record was no longer this attempt's when the charge was locked (holdBlock's fence). */
+  ours: number;
 };
 
 type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReason };
@@ -37,6 +39,8 @@ type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReaso
  * stay invisible to retries and lookups until the wait ended; the claim is then made alone and the work holds.
  * Nor does it make a record of a refund it cannot hold: it declines it (insertThen), and nothing is stored.
  */
+const FENCE = attemptFence("v_ours");
+
 function holdBlock({ atClaim }: { atClaim: boolean }) {
   const recordId = atClaim ? "v_inserted_id" : "?";
   // NOWAIT is refused inside a compound statement; a lock wait timeout of 0 is the same.
@@ -44,15 +48,20 @@ function holdBlock({ atClaim }: { atClaim: boolean }) {
   const ownHold = atClaim
     ? ""
     : "SELECT amount_cents, reason INTO v_own, v_reason FROM refund_holds WHERE idempotent_request_id = ?;";
+  // A stalled attempt (its wait for the charge outlasted its lease) must not hold for a record taken over, written
+  // off or withdrawn meanwhile: a hold nobody would end, or a second gateway key for the operation.
+  const fence = atClaim ? "" : `${FENCE.sql};`;
   return `BEGIN
     DECLARE v_charged, v_refunded, v_held, v_own, v_wanted INT DEFAULT NULL;
+    DECLARE v_ours INT DEFAULT 1;
     DECLARE v_reason VARCHAR(32) DEFAULT NULL;
     DECLARE v_currency CHAR(3) DEFAULT NULL;
     DECLARE v_gateway VARCHAR(64) DEFAULT NULL;
     ${noWait} SELECT amount_cents, amount_refunded_cents, refund_held_cents, currency, gateway_charge_id
       INTO v_charged, v_refunded, v_held, v_currency, v_gateway
       FROM charges WHERE id = ? AND api_client_id = ? AND status = 'succeeded' FOR UPDATE;
-    IF v_charged IS NOT NULL THEN
+    ${fence}
+    IF v_charged IS NOT NULL AND v_ours = 1 THEN
       ${ownHold}
       IF v_own IS NULL THEN
         SET v_wanted = COALESCE(?, v_charged - v_refunded - v_held);
@@ -66,17 +75,18 @@ function holdBlock({ atClaim }: { atClaim: boolean }) {
     END IF;
     ${atClaim ? "IF v_own IS NULL THEN SET v_declined = TRUE; END IF;" : ""}
     SELECT v_charged AS charged, v_refunded AS refunded, v_held AS held, v_currency AS currency,
-           v_gateway AS gateway_charge_id, v_own AS own, v_reason AS own_reason;
+           v_gateway AS gateway_charge_id, v_own AS own, v_reason AS own_reason, v_ours AS ours;
   END`;
 }
 
-/** holdBlock's values in the order of its `?`s; `recordId` is null when the record is the one being made. */
-function holdValues(recordId: bigint | null, apiClientId: number, request: HoldRequest): unknown[] {
+/** holdBlock's values in the order of its `?`s; `record` is null when the record is the one being made. */
+function holdValues(record: { id: bigint; attempt: number } | null, apiClientId: number, request: HoldRequest) {
   const reason = request.reason ?? null;
-  const id = recordId === null ? [] : [recordId];
+  const id = record === null ? [] : [record.id];
   return [
     request.charge,
     apiClientId,
+    ...(record === null ? [] : FENCE.values(record)),
     ...id, // the own hold's read
     request.amount_cents ?? null,
     ...id, // the hold's record
@@ -107,16 +117,22 @@ export const holdAtClaim = (apiClientId: number, request: HoldRequest): Statemen
   values: holdValues(null, apiClientId, request),
 });
 
-/** Refused: what the hold read (none when it read nothing), for the refusal (refusals.ts, refusalOfHold). */
-type Holding = { kind: "held"; hold: Hold } | { kind: "refused"; decision: HoldDecision | undefined };
+/**
+ * Refused: what the hold read (none when it read nothing), for the refusal (refusals.ts, refusalOfHold). Lost:
+ * the record is no longer this attempt's, which holds nothing.
+ */
+type Holding =
+  | { kind: "held"; hold: Hold }
+  | { kind: "refused"; decision: HoldDecision | undefined }
+  | { kind: "lost" };
 
 /**
  * Holds the refund's amount on its charge before the gateway is called: under the charge's row lock, the
  * database decides whether refunded + held + this amount stays within the charge, so that refunds racing with
  * different keys can never both pass the limit. A retry of the same operation finds its own hold. Without an
  * amount, the hold is what is left then. Refused when it cannot hold: no succeeded charge of the client by that
- * id, or not enough left. `atClaim`: the rows of the hold made with the record (holdAtClaim), when this attempt's
- * claim made it.
+ * id, or not enough left. Lost when the record stopped being this attempt's before the charge's lock came (holdBlock's
+ * fence). `atClaim`: the rows of the hold made with the record (holdAtClaim), when this attempt's claim made it.
  */
 export async function holdAmount(
   record: IdempotencyRecord,
@@ -126,8 +142,9 @@ export async function holdAmount(
   const [d] =
     (atClaim as HoldDecision[] | undefined) ??
     (await retryOnLockConflict(() =>
-      compoundRows<HoldDecision>({ sql: HOLD_SQL, values: holdValues(record.id, record.apiClientId, request) }),
+      compoundRows<HoldDecision>({ sql: HOLD_SQL, values: holdValues(record, record.apiClientId, request) }),
     ));
+  if (d && Number(d.ours) !== 1) return { kind: "lost" };
   if (!d || d.charged === null || d.own === null) return { kind: "refused", decision: d };
   const hold: Hold = {
     recordId: record.id,

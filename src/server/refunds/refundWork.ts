@@ -79,6 +79,9 @@ export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput)
   // Where the hold was not made with the claim (a keyless refund, a claim that met its charge locked, a
   // take-over): no attempt held, so none called the gateway, and the refusal stores nothing (refundOperation).
   if (holding.kind === "refused") return { kind: "declined", rows: holding.decision ? [holding.decision] : [] };
+  // Taken over, written off or withdrawn while this attempt waited for the charge: it holds and calls nothing, and
+  // its release matches nothing; the client's retry reads what the record came to.
+  if (holding.kind === "lost") return { kind: "unknown" };
   const { hold } = holding;
   const gatewayKey = deriveGatewayKey(held.record);
   // A take-over (an earlier attempt's outcome is unknown) asks first: Stripe replays a stored 500 to every retry
