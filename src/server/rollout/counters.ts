@@ -1,4 +1,4 @@
-import { execute, type Statement } from "~/server/db";
+import { execute, retryOnLockConflict, type Statement } from "~/server/db";
 import { log } from "~/server/observability/log";
 import { registerRetained } from "~/server/observability/retained";
 
@@ -100,7 +100,8 @@ export async function countKeylessRequest(
   route: string,
   { refused = false, at = new Date() } = {},
 ): Promise<void> {
-  await execute(keylessCountStatement(apiClientId, route, at, { refused }));
+  // A deadlock with the sweeper's fold of the same hour rolls this one statement back whole: safe to send again.
+  await retryOnLockConflict(() => execute(keylessCountStatement(apiClientId, route, at, { refused })));
 }
 
 /** Keyed counts of this process not yet written, by client and hour. */
