@@ -29,6 +29,9 @@ export type HoldDecision = {
 
 type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReason };
 
+/** The work's hold reads its record first (idempotency: attemptFence). */
+const FENCE = attemptFence("v_ours");
+
 /**
  * The hold, decided in the server in one round trip (seven round trips as separate statements made a refund a
  * quarter slower than a charge: bench README), as a block that runs inside a transaction: reads the charge under
@@ -39,8 +42,6 @@ type HoldRequest = { charge: string; amount_cents?: number; reason?: RefundReaso
  * stay invisible to retries and lookups until the wait ended; the claim is then made alone and the work holds.
  * Nor does it make a record of a refund it cannot hold: it declines it (insertThen), and nothing is stored.
  */
-const FENCE = attemptFence("v_ours");
-
 function holdBlock({ atClaim }: { atClaim: boolean }) {
   const recordId = atClaim ? "v_inserted_id" : "?";
   // NOWAIT is refused inside a compound statement; a lock wait timeout of 0 is the same.
