@@ -279,7 +279,7 @@ describe("OpenAPI document: refunds", () => {
       await post({ ...body, amount_cents: 1 }, key), // 422
       await post({ charge: slowCharge }, slowKey), // 409 in flight
       await post({ charge: "ch_000000000000000000000000" }), // 404
-      await post({ charge: declinedCharge.json.error.charge }), // 409 charge_not_refundable
+      await post({ charge: declinedCharge.json.error.charge }), // 400 charge_not_refundable
       await post({ charge, amount_cents: 601 }), // 400, the amount over what is left
       await post({ charge, amount_cents: 601 }, uniqueKey(), problem), // 400 problem+json
       await post(declined.body, declined.key), // 402 replay
@@ -289,7 +289,7 @@ describe("OpenAPI document: refunds", () => {
       await postRefund({ key: uniqueKey(), body }), // 401
     ];
     await post({ charge }); // the rest
-    responses.push(await post({ charge })); // 409 charge_already_refunded
+    responses.push(await post({ charge })); // 400 charge_already_refunded
     await slow;
     assert.deepEqual(summary(responses), [
       "201 refund",
@@ -297,7 +297,7 @@ describe("OpenAPI document: refunds", () => {
       "422 idempotency_key_reused",
       "409 request_in_progress",
       "404 not_found",
-      "409 charge_not_refundable",
+      "400 charge_not_refundable",
       "400 invalid_request",
       "400 invalid_request",
       "402 refund_declined",
@@ -305,7 +305,7 @@ describe("OpenAPI document: refunds", () => {
       "502 refund_outcome_unknown",
       "400 invalid_json",
       "401 unauthorized",
-      "409 charge_already_refunded",
+      "400 charge_already_refunded",
     ]);
     const [fresh, replay] = responses;
     assert.equal(fresh!.headers.get("location"), `/api/refunds/${fresh!.json.id}`);

@@ -350,7 +350,7 @@ describe("SDK refunds", () => {
     const declined = await postCharge({ apiKey, body: chargeBody({ card_token: "tok_declined" }) });
     const cases = [
       [{ charge: "ch_000000000000000000000000" }, 404, "not_found"],
-      [{ charge: declined.json.error.charge }, 409, "charge_not_refundable"],
+      [{ charge: declined.json.error.charge }, 400, "charge_not_refundable"],
       [{ charge, amount_cents: 501 }, 400, "invalid_request"],
     ] as const;
     for (const [params, status, code] of cases) {

@@ -4,16 +4,19 @@
  */
 import { API_ERRORS, isApiErrorCode, RETRYABLE_STATUSES_WITHOUT_CODE } from "../server/http/errorRegistry";
 
-export type Answer = { status: number; code: string | undefined; replayed: boolean };
+/** `retryable`: what the error body says (every error body of the server says it); absent from a proxy's page. */
+export type Answer = { status: number; code: string | undefined; replayed: boolean; retryable?: unknown };
 
 /**
  * True when the answer says "not decided yet, ask again with the same key": in flight (409), the gateway or
  * the service could not tell (503), an internal error (500), or a proxy's 502/504. A replay is always final:
- * `Idempotent-Replay: true` marks a stored outcome, for example 500 `request_abandoned`.
+ * `Idempotent-Replay: true` marks a stored outcome, for example 500 `request_abandoned`. The body's own
+ * `retryable` decides a code this SDK does not know yet (a newer server's); the registry, one it knows.
  */
-export function isRetryable({ status, code, replayed }: Answer): boolean {
+export function isRetryable({ status, code, replayed, retryable }: Answer): boolean {
   if (replayed) return false;
   if (isApiErrorCode(code)) return API_ERRORS[code].action === "retry";
+  if (typeof retryable === "boolean") return retryable;
   return RETRYABLE_STATUSES_WITHOUT_CODE.includes(status);
 }
 

@@ -79,9 +79,9 @@ export class Transport {
         const response = await this.options.fetch(url, { ...init, headers, signal });
         const replayed = response.headers.get("Idempotent-Replay") === "true";
         const json = parseJson(await readBody(response, signal));
-        const code = (json as { error?: { code?: string } }).error?.code;
+        const { code, retryable } = (json as { error?: { code?: string; retryable?: unknown } }).error ?? {};
         const inFlight = response.status === 409 && code === "request_in_progress";
-        if (!isRetryable({ status: response.status, code, replayed }) || (inFlight && inFlightIsFinal)) {
+        if (!isRetryable({ status: response.status, code, replayed, retryable }) || (inFlight && inFlightIsFinal)) {
           return { status: response.status, headers: response.headers, json, replayed, attempts: attempt };
         }
         lastProblem = `${response.status} ${code ?? ""}`.trim();

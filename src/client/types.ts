@@ -47,6 +47,8 @@ export type Charge = {
 export type ApiErrorBody = {
   code: ApiErrorCode | (string & {});
   message: string;
+  /** True: send the same key and body again later (after `Retry-After`); false: this answer does not change. */
+  retryable?: boolean;
   doc_url?: string;
   [detail: string]: unknown;
 };

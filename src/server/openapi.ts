@@ -11,7 +11,19 @@ import { createRefundSchema, REFUND_REASONS } from "~/server/refunds/schema";
  * once (MONEY_ROUTES below); its POST, its settling GET and its GET by id are generated from that.
  */
 
-const ACTION_TEXT = { retry: "Retry with the same key", fix: "Fix the request", final: "Final" } as const;
+const ACTION_TEXT = {
+  retry: "Retry with the same key (`retryable: true`)",
+  fix: "Fix the request (`retryable: false`)",
+  final: "Final (`retryable: false`)",
+} as const;
+
+const RETRYABLE_DOC = {
+  type: "boolean",
+  description:
+    "From the error registry: true when the SAME key and body may be sent again later (after `Retry-After`) for " +
+    "another answer; false when resending changes nothing (fix the request, or the answer is final). Read this, " +
+    "not the status: 500 is both `internal_error` (retryable) and a replayed `request_abandoned` (final).",
+} as const;
 
 /** Markdown for one code: its `## code` heading is the anchor doc_url points at (docAnchor). */
 function errorSection(code: ApiErrorCode): string {
@@ -51,9 +63,11 @@ Idempotent payments. A retry of a request never charges twice, because each logi
   (complete), 409 with \`age_seconds\` (in flight) or 404 (unknown, expired, or another client's key).
 - **Expiry.** Keys and their stored answers are kept 24 hours; after that a request with the same key is a new
   operation. Answers under a key (stored ones, and 409 in flight) say when, in \`Idempotency-Key-Expires\`.
-- **Errors** carry \`doc_url\` (the entry below). Send \`Accept: application/problem+json\` for RFC 9457 problem
-  details (\`type\`, \`title\`, \`status\`, \`detail\`, plus \`code\`); the default is
-  \`{"error": {"code", "message", "doc_url", ...}}\`.
+- **Errors** carry \`retryable\` (true: send the same key and body again after \`Retry-After\`; false: resending
+  changes nothing) and \`doc_url\` (the entry below). Only "in flight, retry later" is 409; final refusals are
+  4xx other than 409, and the one final 500 (\`request_abandoned\`, replayed) says \`retryable: false\`. Send
+  \`Accept: application/problem+json\` for RFC 9457 problem details (\`type\`, \`title\`, \`status\`, \`detail\`,
+  plus \`code\` and \`retryable\`); the default is \`{"error": {"code", "message", "retryable", "doc_url", ...}}\`.
 
 # Errors
 
@@ -239,6 +253,7 @@ const MONEY_ROUTES: MoneyRouteDoc[] = [
       "not_found",
       "charge_not_refundable",
       "charge_already_refunded",
+      "refund_in_progress",
       "refund_declined",
       "refund_outcome_unknown",
     ],
@@ -456,10 +471,11 @@ export const openApiDocument = {
           error: {
             allOf: [ref("ErrorDetails")],
             type: "object",
-            required: ["code", "message", "doc_url"],
+            required: ["code", "message", "retryable", "doc_url"],
             properties: {
               code: { enum: API_ERROR_CODES },
               message: { type: "string" },
+              retryable: RETRYABLE_DOC,
               doc_url: { type: "string", format: "uri", description: "The code's entry in the API reference" },
             },
           },
@@ -469,8 +485,9 @@ export const openApiDocument = {
         description: "RFC 9457 problem details, sent when the request says `Accept: application/problem+json`.",
         allOf: [ref("ErrorDetails")],
         type: "object",
-        required: ["type", "title", "status", "detail", "code"],
+        required: ["type", "title", "status", "detail", "code", "retryable"],
         properties: {
+          retryable: RETRYABLE_DOC,
           type: {
             type: "string",
             format: "uri",

@@ -11,10 +11,16 @@ export type GatewayTrace = { kind: "refused"; code: string } | { kind: "no_trace
 /** What the written-off operation would have made: a charge, or a refund. */
 export type MoneyMovement = "charge" | "refund";
 
+/** Said by every write-off: it is final, so that no client reads the 500 as "retry" (its body says retryable). */
+const FINAL = (what: MoneyMovement) =>
+  ` This answer is final and replayed to every retry of this key, and no ${what} can be made under it any more; ` +
+  "to try again, start a new operation with a new Idempotency-Key.";
+
 const MESSAGES = {
   refused: (what: MoneyMovement, code: string) =>
-    `The payment gateway received the ${what} and refused it (${code}); no ${what} was made.`,
-  no_trace: (what: MoneyMovement) => `The payment gateway has no trace of the ${what}; no ${what} was made.`,
+    `The payment gateway received the ${what} and refused it (${code}); no ${what} was made.${FINAL(what)}`,
+  no_trace: (what: MoneyMovement) =>
+    `The payment gateway has no trace of the ${what}; no ${what} was made.${FINAL(what)}`,
 };
 
 /**

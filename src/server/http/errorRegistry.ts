@@ -178,7 +178,8 @@ export const API_ERRORS = {
   request_abandoned: {
     status: 500,
     title: "Request abandoned",
-    message: "The request was given up, and the payment gateway did not carry it out; no money moved.",
+    message:
+      "The request was given up, and the payment gateway did not carry it out and no longer can; no money moved.",
     action: "final",
     advice:
       "Final, and replayed (Idempotent-Replay: true) to every retry with this key: no charge or refund was made. " +
@@ -212,21 +213,32 @@ export const API_ERRORS = {
       "Idempotency-Key with every charge to be able to retry.",
   },
   charge_not_refundable: {
-    status: 409,
+    status: 400,
     title: "Charge not refundable",
     message: "Only a succeeded charge can be refunded.",
     action: "final",
     advice: "The charge was declined or failed: no money moved, so there is nothing to refund. Nothing was stored.",
   },
   charge_already_refunded: {
-    status: 409,
+    status: 400,
     title: "Charge already refunded",
-    message: "Nothing is left to refund on this charge.",
+    message: "The whole charge has been refunded.",
     action: "final",
     advice:
-      "Succeeded refunds (and refunds in flight) already cover the whole charge: see its `amount_refunded_cents` " +
-      "and `refunds`. Nothing was stored: the key stays usable, and a refund in flight that fails gives its " +
-      "amount back.",
+      "Succeeded refunds cover the whole charge: see its `amount_refunded_cents` and `refunds`. Said only of money " +
+      "refunded, never of refunds still in flight (those answer `refund_in_progress`). Nothing was stored.",
+  },
+  refund_in_progress: {
+    status: 409,
+    title: "Another refund of this charge is in flight",
+    message: "Refunds in flight hold what is left of this charge; retry later.",
+    action: "retry",
+    advice:
+      "Refunds in flight hold the part of the charge this one needs (`error.held_cents`). Wait `Retry-After` " +
+      "seconds and retry with the SAME key and body: if they fail, their amount is free again and this refund is " +
+      "made; if they succeed, the retry is answered `charge_already_refunded` or a 400 naming `amount_cents`. " +
+      "Nothing was stored.",
+    retryAfterSeconds: RETRY_AFTER_SECONDS,
   },
   refund_declined: {
     status: 402,
@@ -268,6 +280,9 @@ export function isApiErrorCode(code: unknown): code is ApiErrorCode {
 export function errorSpec(code: ApiErrorCode): ErrorSpec {
   return API_ERRORS[code];
 }
+
+/** `retryable` in every error body: the same key and body may be sent again, later, for another answer. */
+export const isRetryableCode = (code: ApiErrorCode) => API_ERRORS[code].action === "retry";
 
 /** Where the API reference is served (src/app/docs). */
 export const DOCS_PATH = "/docs";

@@ -1,5 +1,5 @@
 import Negotiator from "negotiator";
-import { docPath, errorSpec, isApiErrorCode } from "./errorRegistry";
+import { docPath, errorSpec, isApiErrorCode, isRetryableCode } from "./errorRegistry";
 
 const PROBLEM_JSON = "application/problem+json";
 
@@ -11,7 +11,7 @@ export function wantsProblemJson(request: Request): boolean {
 }
 
 /**
- * Finishes an error answer, fresh or replayed from storage: `doc_url` in the body,
+ * Finishes an error answer, fresh or replayed from storage: `doc_url` and `retryable` in the body,
  * `Retry-After` and (for the idempotency errors) `Link: <doc>; rel="describedby"`
  * from the registry, and an RFC 9457 problem body when the client asked for one.
  * Anything that is not one of our error bodies passes through untouched.
@@ -25,6 +25,9 @@ export async function presentError(request: Request, response: Response): Promis
 
   const { code, message, ...details } = parsed;
   const spec = errorSpec(code);
+  // Said in the body, from the registry, because a status cannot say it: 500 is both internal_error (retry) and
+  // a replayed request_abandoned (final), and retry libraries read statuses.
+  const retryable = isRetryableCode(code);
   const docUrl = new URL(docPath(code), publicOrigin(request)).href;
   if (spec.retryAfterSeconds !== undefined && !headers.has("retry-after")) {
     headers.set("Retry-After", String(spec.retryAfterSeconds));
@@ -40,11 +43,12 @@ export async function presentError(request: Request, response: Response): Promis
       status: response.status,
       detail: message,
       code,
+      retryable,
       doc_url: docUrl,
     };
     body = JSON.stringify({ ...details, ...problem });
   } else {
-    body = JSON.stringify({ error: { code, message, ...details, doc_url: docUrl } });
+    body = JSON.stringify({ error: { code, message, ...details, retryable, doc_url: docUrl } });
   }
   headers.delete("content-length");
   return new Response(body, { status: response.status, headers });
