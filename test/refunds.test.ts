@@ -84,7 +84,7 @@ describe("POST /api/refunds", () => {
     const cases: [Record<string, unknown>, number, string, string?][] = [
       [{ charge: "ch_000000000000000000000000" }, 404, "not_found"],
       [{ charge: theirs }, 404, "not_found"],
-      [{ charge: declined.json.error.charge }, 409, "charge_not_refundable"],
+      [{ charge: declined.json.error.charge }, 400, "charge_not_refundable"],
       [{ charge, amount_cents: 1001 }, 400, "invalid_request", "amount_cents"],
       [{ charge, amount_cents: 0 }, 400, "invalid_request", "amount_cents"],
       [{ charge, amount_cents: -5 }, 400, "invalid_request", "amount_cents"],
@@ -112,8 +112,92 @@ describe("POST /api/refunds", () => {
 
     await refund({ charge });
     const key = uniqueKey();
-    assertError(await refund({ charge, amount_cents: 1 }, key), 409, "charge_already_refunded");
+    assertError(await refund({ charge, amount_cents: 1 }, key), 400, "charge_already_refunded");
     assert.equal(await recordsWithKey(key), 0);
+  });
+});
+
+describe("honest refusals: 'already refunded' only of money refunded", () => {
+  const held = async (charge: string) => (await refundedOf(charge)).held;
+
+  test("a full refund in flight: another is told to retry (409 refund_in_progress), then what happened", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000, card_token: "tok_refund_slow_3000" });
+    const first = refund({ charge }, uniqueKey("full"));
+    await waitFor("the full refund to hold the whole charge", async () => (await held(charge)) === 1000);
+    const [partialKey, restKey] = [uniqueKey("partial"), uniqueKey("rest")];
+    for (const [body, key] of [
+      [{ charge, amount_cents: 500 }, partialKey],
+      [{ charge }, restKey],
+    ] as const) {
+      const told = await refund(body, key);
+      assertError(told, 409, "refund_in_progress");
+      assert.equal(told.json.error.retryable, true, told.text);
+      assert.equal(told.json.error.held_cents, 1000);
+      assert.equal(told.headers.get("retry-after"), "2");
+      assert.equal(await recordsWithKey(key), 0, "nothing stored: the retry may use the same key");
+    }
+    assert.equal((await first).status, 201);
+    // Now that it is refunded, and only now, "already refunded" is true.
+    const after = await refund({ charge, amount_cents: 500 }, partialKey);
+    assertError(after, 400, "charge_already_refunded");
+    assert.equal(after.json.error.retryable, false);
+    assert.deepEqual([(await refundedOf(charge)).refunded, (await gatewayRefunds(charge)).length], [1000, 1]);
+  });
+
+  test("the refund in flight is settled: the refund told to retry is answered by what it came to", async () => {
+    // The first refund's request waits at the gateway behind an outside lock on its charge, past the app's
+    // timeout (503: unknown) and its deadline. Through the simulator it is then refused (its deadline passed)
+    // and written off, its amount free again; through Stripe, which has no deadline, it lands. Either way the
+    // refund told "in flight, retry" is answered by what really happened, never "already refunded" before.
+    const charge = await newCharge(apiKey, { amount_cents: 1000 });
+    const { gatewayChargeId } = await db.charge.findUniqueOrThrow({ where: { id: charge } });
+    const locker = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!));
+    const firstKey = uniqueKey("first");
+    const laterKey = uniqueKey("later");
+    try {
+      await locker.query("BEGIN");
+      const table = env.GATEWAY === "stripe" ? "sim_payment_intents" : "sim_charges";
+      await locker.query(`SELECT id FROM ${table} WHERE id = ? FOR UPDATE`, [gatewayChargeId]);
+      assertError(await refund({ charge }, firstKey), 503, "gateway_unavailable");
+      const told = await refund({ charge, amount_cents: 400 }, laterKey);
+      assertError(told, 409, "refund_in_progress");
+    } finally {
+      await locker.query("ROLLBACK");
+      await locker.end();
+    }
+    await sweepUntil(
+      "the first refund to be settled",
+      async () => (await recordOf(firstKey, REFUNDS_ROUTE))?.phase.name === "complete",
+      30_000,
+    );
+    const first = await recordOf(firstKey, REFUNDS_ROUTE);
+    const writtenOff = first?.phase.name === "complete" && first.phase.finishedBy === "abandoned";
+    assert.equal(writtenOff, env.GATEWAY !== "stripe", "refused past its deadline by the simulator; landed at Stripe");
+    const retried = await refund({ charge, amount_cents: 400 }, laterKey);
+    if (writtenOff) assert.equal(retried.status, 201, retried.text);
+    else assertError(retried, 400, "charge_already_refunded");
+    const refunded = writtenOff ? 400 : 1000;
+    assert.deepEqual(await refundedOf(charge), {
+      charged: 1000,
+      refunded,
+      held: 0,
+      appSum: refunded,
+      gatewaySum: refunded,
+      appCount: 1,
+      gatewayCount: 1,
+    });
+  });
+
+  test("more than the charge's unrefunded rest is a 400 naming amount_cents, in flight or not", async () => {
+    const charge = await newCharge(apiKey, { amount_cents: 1000, card_token: "tok_refund_slow_3000" });
+    const first = refund({ charge, amount_cents: 600 });
+    await waitFor("the refund to hold", async () => (await held(charge)) === 600);
+    const over = await refund({ charge, amount_cents: 1001 });
+    assertError(over, 400, "invalid_request");
+    assert.match(over.json.error.fields.amount_cents[0], /at most 1000/);
+    assertError(await refund({ charge, amount_cents: 500 }), 409, "refund_in_progress");
+    assert.equal((await refund({ charge, amount_cents: 400 })).status, 201, "what is free is refunded at once");
+    assert.equal((await first).status, 201);
   });
 });
 
