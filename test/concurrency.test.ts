@@ -15,6 +15,7 @@ import {
   postCharge,
   tally,
   uniqueKey,
+  onlyWork,
 } from "./helpers";
 
 let apiKey: string;
@@ -99,7 +100,7 @@ describe("a burst of completions", () => {
             apiClientId: clientId,
             requestHash: `${i}`.padStart(64, "0"),
           },
-          async (held): Promise<WorkResult> => {
+          onlyWork(async (held): Promise<WorkResult> => {
             const result = await chargeOnGateway(held, { ...body, customer_id: body.customer_id });
             // the claims' slots are behind us
             if (++arrived === n) {
@@ -110,7 +111,7 @@ describe("a burst of completions", () => {
             }
             await allCharged;
             return result;
-          },
+          }),
         ),
       ),
     );

@@ -9,7 +9,7 @@ import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { db, disconnectDatabase } from "~/server/db";
 import { deriveGatewayKey, gateway, metadataFor, type GatewayCharge } from "~/server/gateway";
-import { requestHash, type IdempotencyRecord } from "~/server/idempotency";
+import { requestHash, type HeldClaim, type IdempotencyRecord, type WorkResult } from "~/server/idempotency";
 import { decodeRecord, keyToBytes, type PhaseName } from "~/server/idempotency/reading";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { abandonedRefundResponse } from "~/server/refunds/responses";
@@ -339,3 +339,12 @@ export async function lateRefund(opts: {
   await new Promise((r) => setTimeout(r, env.GATEWAY === "stripe" ? 1_500 : 0));
   return { charge, record, late };
 }
+
+/**
+ * Work for runIdempotent in tests of the protocol itself: `work` as given, and a `settle` that never learns
+ * anything (these tests' records are young: no retry of theirs is past the attempt window, where settle runs).
+ */
+export const onlyWork = (work: (held: HeldClaim) => Promise<WorkResult>) => ({
+  work,
+  settle: async (): Promise<WorkResult> => ({ kind: "unknown" }),
+});

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { env } from "~/env";
 import type { FinishedBy } from "~/generated/prisma/client";
 import { atomically, database, db, execute, insertThenRead, isDuplicateKeyError, type Statement } from "~/server/db";
 import {
@@ -19,7 +20,7 @@ import { findById } from "~/server/idempotency/queries";
 import * as records from "~/server/idempotency/records";
 import { claimReadStatement, claimStatement, withdrawStatement } from "~/server/idempotency/records";
 import { keylessCountStatement } from "~/server/rollout/counters";
-import { closeConnections, newApiClient, recordOf, seedRecord, uniqueKey } from "./helpers";
+import { closeConnections, newApiClient, onlyWork, recordOf, seedRecord, uniqueKey } from "./helpers";
 
 /** Its own route: these operations are not charges, and the ledger checks leave them be. */
 const ROUTE = "POST /test/lifecycle";
@@ -39,24 +40,39 @@ after(async () => {
 });
 
 type Case = "same payload" | "other payload" | "other client" | "expired";
-type Seed = { phase: PhaseName; finishedBy?: FinishedBy };
+/** `late`: first attempted longer ago than the attempt window, so that a retry may only ask what happened. */
+type Seed = { phase: PhaseName; finishedBy?: FinishedBy; late?: boolean };
 /** What the request must get, and what must have happened to the record. */
 type Expected = {
   answer: IdempotentOutcome["kind"];
   workRan: boolean;
-  /** The record afterwards: the same one (attempt), a new one, or untouched. */
-  record: "untouched" | "taken" | "new";
+  /** Whether the settle ran (asking the gateway what happened, creating nothing) instead. */
+  settleRan?: boolean;
+  /**
+   * The record afterwards: the same one (attempt), a new one, or untouched; `asked`: taken over to ask, the answer
+   * not known yet (this test's settle learns nothing), released again.
+   */
+  record: "untouched" | "taken" | "asked" | "new";
   reuseRecorded: boolean;
 };
 
 const reused: Expected = { answer: "key_reused", workRan: false, record: "untouched", reuseRecorded: true };
 const taken: Expected = { answer: "fresh", workRan: true, record: "taken", reuseRecorded: false };
 const busy: Expected = { answer: "in_progress", workRan: false, record: "untouched", reuseRecorded: false };
+const asked: Expected = {
+  answer: "in_progress",
+  workRan: false,
+  settleRan: true,
+  record: "asked",
+  reuseRecorded: false,
+};
 
 const seeds: [string, Seed][] = [
   ["held", { phase: "held" }],
   ["lease_expired", { phase: "lease_expired" }],
   ["released", { phase: "released" }],
+  ["lease_expired, past its attempt window", { phase: "lease_expired", late: true }],
+  ["released, past its attempt window", { phase: "released", late: true }],
   ["complete (by its request)", { phase: "complete", finishedBy: "request" }],
   ["complete (reconciled)", { phase: "complete", finishedBy: "reconciled" }],
   ["complete (abandoned)", { phase: "complete", finishedBy: "abandoned" }],
@@ -69,8 +85,10 @@ function expected(seed: Seed, which: Case): Expected {
       ? { answer: "fresh", workRan: true, record: "new", reuseRecorded: false } // a new operation under the key
       : { answer: "replay", workRan: false, record: "untouched", reuseRecorded: false };
   }
-  // An in-progress record never expires: expired or not, the same answer.
-  return seed.phase === "held" ? busy : taken;
+  // An in-progress record never expires: expired or not, the same answer. Past its attempt window a retry may
+  // only ask what happened (Timing), never call the gateway again: its answer's time does not move.
+  if (seed.phase === "held") return busy;
+  return seed.late ? asked : taken;
 }
 
 describe("every phase x every kind of request (the decision table)", () => {
@@ -88,10 +106,11 @@ describe("every phase x every kind of request (the decision table)", () => {
           key,
           route: ROUTE,
           body: BODY,
-          ageMs: 60_000,
+          ageMs: seed.late ? env.REAP_AFTER_MS + 1_000 : 1_000,
           expiresAt: which === "expired" ? new Date(Date.now() - 1_000) : undefined,
         });
         let workRan = false;
+        let settleRan = false;
         const outcome = await runIdempotent(
           {
             idempotencyKey: key,
@@ -99,13 +118,20 @@ describe("every phase x every kind of request (the decision table)", () => {
             apiClientId: which === "other client" ? otherClientId : clientId,
             requestHash: which === "other payload" ? "f".repeat(64) : seeded.requestHash,
           },
-          async () => {
-            workRan = true;
-            return DONE;
+          {
+            work: async () => {
+              workRan = true;
+              return DONE;
+            },
+            settle: async () => {
+              settleRan = true;
+              return { kind: "unknown" };
+            },
           },
         );
 
         assert.equal(outcome.kind, want.answer);
+        assert.equal(settleRan, want.settleRan ?? false, "whether the settle ran");
         if (outcome.kind === "replay") assert.deepEqual(outcome.response, STORED, "the stored bytes");
         if (outcome.kind === "fresh") assert.deepEqual(outcome.response, DONE.kind === "complete" && DONE.response);
         assert.equal(workRan, want.workRan, "whether the work ran");
@@ -124,6 +150,12 @@ describe("every phase x every kind of request (the decision table)", () => {
             assert.equal(after.attempt, seeded.attempt + 1, "under the next fencing token");
             assert.equal(after.phase.name, "complete");
             assert.ok(after.expiresAt.getTime() > Date.now() + 23 * 3_600_000, "its lifetime starts again");
+            break;
+          case "asked":
+            assert.equal(after.id, seeded.id, "the same operation");
+            assert.equal(after.attempt, seeded.attempt + 1, "under the next fencing token");
+            assert.equal(after.phase.name, "released", "not known yet: given back for the next to ask");
+            assert.equal(after.lastAttemptAt.getTime(), seeded.lastAttemptAt.getTime(), "its attempt time stays");
             break;
           case "new":
             assert.notEqual(after.id, seeded.id, "the expired record made way for a new operation");
@@ -178,7 +210,7 @@ describe("each transition leaves the record its records.ts function says (the pu
     assert.ok("claimed" in claimed);
     assertLeft(claimed.claimed, await findById(claimed.claimed.id));
 
-    const renewed = await records.renew(claimed.claimed, new Date());
+    const renewed = await records.renew(claimed.claimed, new Date(), "retry");
     assert.ok(renewed);
     assertLeft(renewed, await findById(renewed.id));
 
@@ -212,17 +244,24 @@ describe("each transition leaves the record its records.ts function says (the pu
 describe("fencing tokens", () => {
   test("a stalled holder cannot complete, release or renew once a retry took its claim over", async () => {
     const key = uniqueKey("fence");
-    const stalled = await seedRecord({ apiClientId: clientId, phase: "lease_expired", key, route: ROUTE, body: BODY });
+    const stalled = await seedRecord({
+      apiClientId: clientId,
+      phase: "lease_expired",
+      key,
+      route: ROUTE,
+      body: BODY,
+      ageMs: 1_000,
+    });
     const retry = await runIdempotent(
       { idempotencyKey: key, route: ROUTE, apiClientId: clientId, requestHash: stalled.requestHash },
-      async () => DONE,
+      onlyWork(async () => DONE),
     );
     assert.equal(retry.kind, "fresh");
 
     // The old holder wakes up and tries to store its own answer under attempt 1.
     assert.equal(await records.complete(stalled, { status: 201, body: "stale" }, [], "request"), null);
     await records.release(stalled, "outcome unknown");
-    assert.equal(await records.renew(stalled, new Date()), null);
+    assert.equal(await records.renew(stalled, new Date(), "retry"), null);
     const after = (await recordOf(key, ROUTE))!;
     assert.equal(after.attempt, 2);
     assert.deepEqual(
@@ -238,14 +277,14 @@ describe("fencing tokens", () => {
     let runs = 0;
     const outcome = await runIdempotent(
       { idempotencyKey: null, route: ROUTE, apiClientId: clientId, requestHash: "e".repeat(64) },
-      async (held) => {
+      onlyWork(async (held) => {
         runs += 1;
         await execute({
           sql: "UPDATE idempotent_requests SET attempt = attempt + 1 WHERE id = ?",
           values: [held.record.id],
         });
         return DONE;
-      },
+      }),
       { waitMs: 2_000 },
     );
     assert.equal(runs, 1, "the work ran once");
@@ -260,7 +299,7 @@ describe("fencing tokens", () => {
     const failingWrite: Statement = { sql: "INSERT INTO no_such_table_for_this_test VALUES (1)", values: [] };
     const outcome = await runIdempotent(
       { idempotencyKey: null, route: ROUTE, apiClientId: clientId, requestHash: "f".repeat(64) },
-      async () => ({ kind: "complete", response: STORED, writes: [failingWrite] }),
+      onlyWork(async () => ({ kind: "complete", response: STORED, writes: [failingWrite] })),
     );
     assert.equal(outcome.kind, "unknown_outcome");
     const record = outcome.kind === "unknown_outcome" && (await findById(outcome.requestId));
@@ -273,7 +312,7 @@ describe("fencing tokens", () => {
     // client without a key that believed it would charge again.
     const outcome = await runIdempotent(
       { idempotencyKey: null, route: ROUTE, apiClientId: clientId, requestHash: "a".repeat(64) },
-      async (held) => {
+      onlyWork(async (held) => {
         await execute({
           sql: `UPDATE idempotent_requests SET attempt = attempt + 1, state = 'complete', finished_by = 'abandoned',
                   lease_expires_at = NULL, response_status = 500,
@@ -281,7 +320,7 @@ describe("fencing tokens", () => {
           values: [held.record.id],
         });
         return { kind: "complete", response: STORED, writes: [{ sql: "DO 1", values: [] }] };
-      },
+      }),
     );
     assert.equal(outcome.kind, "unknown_outcome", "not the write-off: the gateway answered this request's work");
   });
@@ -302,7 +341,7 @@ describe("fencing tokens", () => {
       records.take(released, new Date(), "retry"),
     ]);
     assert.equal([a, b].filter(Boolean).length, 1, "one take matched");
-    const outcome = await runIdempotent(claim, slowWork);
+    const outcome = await runIdempotent(claim, onlyWork(slowWork));
     assert.equal(outcome.kind, "in_progress", "the record is held by the winner's attempt");
     assert.equal(runs, 0);
   });
@@ -380,10 +419,13 @@ describe("a keyless claim's admission, read with its INSERT", () => {
       refusalWrites: () => [],
     };
     let runs = 0;
-    const outcome = await runIdempotent(keyless(admission), async () => {
-      runs++;
-      return DONE;
-    });
+    const outcome = await runIdempotent(
+      keyless(admission),
+      onlyWork(async () => {
+        runs++;
+        return DONE;
+      }),
+    );
     assert.equal(outcome.kind, "fresh");
     assert.equal(runs, 1);
     assert.deepEqual(seen, [[{ marker: "admit-me", afterInsert: "1" }]], "one read, sent with the claim's INSERT");
@@ -398,10 +440,13 @@ describe("a keyless claim's admission, read with its INSERT", () => {
       refusalWrites: () => [keylessCountStatement(clientId, ROUTE, refusalHour, { refused: true })],
     };
     let runs = 0;
-    const outcome = await runIdempotent(keyless(admission), async () => {
-      runs++;
-      return DONE;
-    });
+    const outcome = await runIdempotent(
+      keyless(admission),
+      onlyWork(async () => {
+        runs++;
+        return DONE;
+      }),
+    );
     assert.equal(outcome.kind, "refused");
     assert.equal(runs, 0, "nothing asked of the gateway");
     assert.equal(await keylessRecords(), recordsBefore, "the claim was withdrawn");

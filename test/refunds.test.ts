@@ -8,6 +8,7 @@ import { env } from "~/env";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { deriveGatewayKey } from "~/server/gateway";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import {
   APP_URL,
   assertError,
@@ -303,13 +304,11 @@ describe("unknown outcomes", () => {
     assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [0, 0, 0, 0]);
   });
 
-  // Stripe has no not-after parameter (docs/stripe.md): through it a refund held up past its write-off stays a risk.
-  const simOnly = { skip: env.GATEWAY === "stripe" && "Stripe cannot be told not to carry a refund out late" };
-
-  test("one whose INSERT a stalled table holds past its deadline refunds nothing", simOnly, async () => {
-    // The simulator checked the refund's deadline, then inserted: an INSERT stalled past the deadline (storage, a
-    // lock) landed after a sweep had written the operation off as "no refund was made" (the fault run's stall).
-    const charge = await newCharge(apiKey, { amount_cents: 900 });
+  /**
+   * A refund whose INSERT at the gateway waits on a stalled table (an outside gap lock where its row would go),
+   * as on a stalled disk: the refund's request reaches the gateway, which does not answer; the app times out (503).
+   */
+  async function stalledRefund(charge: string, key: string) {
     const { gatewayChargeId } = await db.charge.findUniqueOrThrow({ where: { id: charge } });
     const options = mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!);
     const [heldCharge, stalled] = [await mariadb.createConnection(options), await mariadb.createConnection(options)];
@@ -328,32 +327,102 @@ describe("unknown outcomes", () => {
     try {
       // The refund waits on its charge's row until its key is known, then on a gap lock where its row would go.
       await heldCharge.query("BEGIN");
-      await heldCharge.query("SELECT id FROM sim_charges WHERE id = ? FOR UPDATE", [gatewayChargeId]);
-      const key = uniqueKey("stalled");
+      const chargeTable = env.GATEWAY === "stripe" ? "sim_payment_intents" : "sim_charges";
+      await heldCharge.query(`SELECT id FROM ${chargeTable} WHERE id = ? FOR UPDATE`, [gatewayChargeId]);
       const answer = refund({ charge }, key);
       const record = await waitFor("the claim", () => recordOf(key, REFUNDS_ROUTE));
       await stalled.query("BEGIN");
-      await stalled.query("SELECT id FROM sim_refunds WHERE idempotency_key = ? FOR UPDATE", [
-        deriveGatewayKey(record),
-      ]);
+      // Through the simulator's protocol the row's place is known (its key); Stripe's stores its refunds under no
+      // key of the ledger's, so there the whole table is locked (every row and gap: no refund can land meanwhile).
+      if (env.GATEWAY === "stripe") await stalled.query("SELECT id FROM sim_refunds FOR UPDATE");
+      else {
+        await stalled.query("SELECT id FROM sim_refunds WHERE idempotency_key = ? FOR UPDATE", [
+          deriveGatewayKey(record),
+        ]);
+      }
       await heldCharge.query("ROLLBACK");
       await waitFor("the gateway's INSERT to wait on the lock", insertWaiting, 5_000);
       assertError(await answer, 503, "gateway_unavailable");
-      const deadline = record.createdAt.getTime() + env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS;
+      return {
+        record,
+        insertWaiting,
+        /** The storage recovers: the held INSERT goes on. */
+        recover: async () => {
+          await stalled.query("ROLLBACK");
+          await waitFor("the stalled INSERT to finish", async () => !(await insertWaiting()));
+        },
+        end: async () => {
+          await heldCharge.end();
+          await stalled.end();
+        },
+      };
+    } catch (error) {
+      await heldCharge.end();
+      await stalled.end();
+      throw error;
+    }
+  }
+
+  const simOnly = { skip: env.GATEWAY === "stripe" && "the simulator's protocol: a deadline the gateway enforces" };
+  const stripeOnly = { skip: env.GATEWAY !== "stripe" && "Stripe's protocol: no deadline to refuse a late refund by" };
+
+  test("one whose INSERT a stalled table holds past its deadline refunds nothing", simOnly, async () => {
+    // The simulator checked the refund's deadline, then inserted: an INSERT stalled past the deadline (storage, a
+    // lock) landed after a sweep had written the operation off as "no refund was made" (the fault run's stall).
+    const charge = await newCharge(apiKey, { amount_cents: 900 });
+    const key = uniqueKey("stalled");
+    const stall = await stalledRefund(charge, key);
+    try {
+      const deadline = stall.record.createdAt.getTime() + env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS;
       await new Promise((r) => setTimeout(r, deadline + 500 - Date.now()));
       await sweepUntil("the sweep to write it off", async () => {
         return (await recordOf(key, REFUNDS_ROUTE))?.phase.name === "complete";
       });
       assertError(await refund({ charge }, key), 500, "request_abandoned");
-      assert.ok(await insertWaiting(), "the refund was still stalled when the sweep wrote it off");
-      await stalled.query("ROLLBACK"); // the storage recovers
-      await waitFor("the stalled INSERT to finish", async () => !(await insertWaiting()));
+      assert.ok(await stall.insertWaiting(), "the refund was still stalled when the sweep wrote it off");
+      await stall.recover();
       await new Promise((r) => setTimeout(r, 500));
       const totals = await refundedOf(charge);
       assert.deepEqual([totals.refunded, totals.held, totals.appCount, totals.gatewayCount], [0, 0, 0, 0]);
     } finally {
-      await heldCharge.end();
-      await stalled.end();
+      await stall.end();
     }
   });
+
+  test(
+    "through Stripe, one whose INSERT is stalled is not written off while it can still land",
+    stripeOnly,
+    async () => {
+      // Stripe cannot be told a deadline: a refund held up on its way lands whenever it gets there. The write-off
+      // waits until its last attempt can no longer land (operations/finality.ts: the lease, then Stripe's window),
+      // so the sweeps that come while it is held up must leave it be; once it lands, it is the operation's refund.
+      const charge = await newCharge(apiKey, { amount_cents: 900 });
+      const key = uniqueKey("stalled");
+      const stall = await stalledRefund(charge, key);
+      try {
+        // The app has given up on its request (503): the record is released, nobody holds it.
+        await reapAbandoned({ olderThanMs: 0 });
+        const swept = await recordOf(key, REFUNDS_ROUTE);
+        assert.notEqual(swept?.phase.name, "complete", "not written off: the refund may still land");
+        await stall.recover(); // it lands
+        await sweepUntil("the sweep to find the refund", async () => {
+          return (await recordOf(key, REFUNDS_ROUTE))?.phase.name === "complete";
+        });
+        const answer = await refund({ charge }, key);
+        assert.equal(answer.status, 201, answer.text);
+        assert.equal(answer.headers.get("idempotent-replay"), "true");
+        assert.deepEqual(await refundedOf(charge), {
+          charged: 900,
+          refunded: 900,
+          held: 0,
+          appSum: 900,
+          gatewaySum: 900,
+          appCount: 1,
+          gatewayCount: 1,
+        });
+      } finally {
+        await stall.end();
+      }
+    },
+  );
 });

@@ -19,6 +19,7 @@ import {
   recordsWithKey,
   seedRecord,
   uniqueKey,
+  onlyWork,
 } from "./helpers";
 
 let apiKey: string;
@@ -82,9 +83,9 @@ describe("replays and reuse", () => {
     await postCharge({ apiKey, key });
     const claim = { idempotencyKey: key, apiClientId: clientId, requestHash: "0".repeat(64) };
     const done = async () => ({ kind: "complete" as const, response: { status: 200, body: "{}" }, writes: [] });
-    const elsewhere = await runIdempotent({ ...claim, route: "POST /api/refunds" }, done);
+    const elsewhere = await runIdempotent({ ...claim, route: "POST /api/refunds" }, onlyWork(done));
     assert.equal(elsewhere.kind, "fresh");
-    const onCharges = await runIdempotent({ ...claim, route: CHARGES_ROUTE }, done);
+    const onCharges = await runIdempotent({ ...claim, route: CHARGES_ROUTE }, onlyWork(done));
     assert.equal(onCharges.kind, "key_reused");
   });
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { keyToBytes } from "~/server/idempotency/reading";
 import { unfinishedStatement } from "~/server/idempotency/queries";
+import { writeOffAt } from "~/server/operations/finality";
 import { pruneBatchStatement } from "~/server/idempotency/records";
 import { pruneExpired } from "~/server/sweep/pruneExpired";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
@@ -120,7 +121,8 @@ describe("reaping abandoned requests", () => {
     // sweeper's own take-overs must not move that attempt time, or frequent sweeps would never finish it.
     const body = chargeBody();
     const record = await seedRecord({ apiClientId: clientId, phase: "lease_expired", body, ageMs: 100 });
-    const deadline = Date.now() + 3 * env.STRIPE_SEARCH_CONSISTENCY_MS + 2_000;
+    // Until its last attempt can no longer land (operations/finality.ts), then at the next sweep.
+    const deadline = writeOffAt(record, 0).getTime() + 2 * env.STRIPE_SEARCH_CONSISTENCY_MS + 2_000;
     while (Date.now() < deadline && (await recordOf(record.idempotencyKey!))?.phase.name !== "complete") {
       await reapAbandoned({ olderThanMs: 0 });
       await new Promise((r) => setTimeout(r, 100));
@@ -240,7 +242,8 @@ describe("pruning expired records", () => {
 
     // The statements themselves, as the sweeper and the pruner send them.
     const [sweep] = await explain(unfinishedStatement(5 * MINUTE, 100));
-    assert.equal(sweep!.key, "idempotent_requests_sweep_idx", show(sweep!));
+    // Along the sweep index (the in-progress records), perhaps with a row filter from another index beside it.
+    assert.equal(sweep!.key?.split("|")[0], "idempotent_requests_sweep_idx", show(sweep!));
     assert.notEqual(sweep!.type, "ALL");
 
     // The batch through the prune index, then each of its rows by primary key; no table read whole.

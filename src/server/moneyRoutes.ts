@@ -1,8 +1,8 @@
 import { chargeOperation } from "~/server/charges/chargeOperation";
 import { refundOperation } from "~/server/refunds/refundOperation";
 import type { HeldClaim, WorkResult } from "~/server/idempotency";
+import { settleOperation } from "~/server/operations/finality";
 import type { MoneyOperation } from "~/server/operations/moneyOperation";
-import { withKeylessCount } from "~/server/operations/submitOperation";
 
 /**
  * Every money-moving POST, by the route stored with its records: the one list the sweeper, the ledger, the
@@ -22,7 +22,10 @@ function operationOf(route: string): RegisteredOperation {
   return operation;
 }
 
-/** What happened to a record nobody finished, asked of its route's gateway call (the sweeper, the ledger). */
-export async function settleRecord(held: HeldClaim): Promise<WorkResult> {
-  return withKeylessCount(held.record, await operationOf(held.record.route).settle(held));
+/**
+ * What happened to a record nobody finished, asked of its route's gateway call (the sweeper, the ledger), under the
+ * one rule of write-offs (operations/finality.ts); `dueAfterMs` as there.
+ */
+export function settleRecord(held: HeldClaim, dueAfterMs?: number): Promise<WorkResult> {
+  return settleOperation(operationOf(held.record.route), held, dueAfterMs);
 }

@@ -98,6 +98,9 @@ function toListed(c: z.infer<typeof listedSchema>): ListedGatewayCharge {
 
 /** A gateway reached over HTTP with the simulated gateway's wire format. */
 export class HttpPaymentGateway implements PaymentGateway {
+  /** Charge-Not-After: the simulator refuses, in the transaction that would move the money, what comes later. */
+  readonly lateLandingMs = 0;
+
   constructor(private readonly baseUrl: string) {}
 
   /** A POST under the idempotency key, bounded by the timeout; no answer at all is an unknown outcome. */

@@ -45,7 +45,10 @@ export type StripeGatewayOptions = {
   secretKey: string;
   /** Where the API is (tests: the simulator); unset means api.stripe.com. */
   apiBase?: string;
-  /** How long after the last attempt a search miss still proves nothing. */
+  /**
+   * How long after the last attempt a search miss still proves nothing, and a request sent may still land (Stripe
+   * cannot be told a deadline): "nothing was made" waits it out, for charges and refunds alike.
+   */
   searchConsistencyMs: number;
   /** Timeout of one lookup or list call. */
   lookupTimeoutMs?: number;
@@ -255,6 +258,8 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
 export class StripePaymentGateway implements PaymentGateway {
   private readonly stripe: Stripe;
   private readonly lookupTimeoutMs: number;
+  /** Stripe cannot be told a deadline: a request may land, or its search lag, this long after one. */
+  readonly lateLandingMs: number;
 
   constructor(private readonly options: StripeGatewayOptions) {
     const base = options.apiBase ? new URL(options.apiBase) : undefined;
@@ -266,6 +271,7 @@ export class StripePaymentGateway implements PaymentGateway {
       ...(base && { host: base.hostname, port: Number(base.port || (protocol === "http" ? 80 : 443)), protocol }),
     });
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? 10_000;
+    this.lateLandingMs = options.searchConsistencyMs;
   }
 
   async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs, firstAttemptAt }: ChargeOptions) {

@@ -81,6 +81,13 @@ export type ChargeOptions = {
 
 export interface PaymentGateway {
   /**
+   * How long after an attempt's deadline (`notAfter`) a request sent in it may still be carried out, or found
+   * missing by a lookup that lags: 0 for a provider that refuses a request carried out after its deadline and
+   * answers lookups consistently (the simulator); for one that cannot be told a deadline (Stripe), the time within
+   * which any request sent has landed. "Nothing was made" waits it out (operations/finality.ts).
+   */
+  readonly lateLandingMs: number;
+  /**
    * Charges once per idempotency key: calling again with the same key returns
    * the same charge and never moves money twice.
    * @throws GatewayOutcomeUnknownError when it cannot tell whether money moved.

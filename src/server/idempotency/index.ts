@@ -7,7 +7,7 @@
  * (memory.ts) stay private to this folder.
  */
 export { runIdempotent, type WaitOptions } from "./runIdempotent";
-export { attemptFence } from "./records";
+export { attemptFence, timing } from "./records";
 export { finishUnfinished, findUnfinished, type RecoveryResult } from "./recovery";
 export { findOperation, type OperationState } from "./queries";
 export { noteAnswered } from "./events";

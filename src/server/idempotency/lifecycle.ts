@@ -172,13 +172,23 @@ export type Transition = keyof typeof TRANSITIONS;
 export const isExpired = (record: IdempotencyRecord, now: Date) =>
   record.phase.name === "complete" && record.expiresAt <= now;
 
-/** Timing of a hold: how long it lasts, and how long its key lives once the record completes. */
-export type Timing = { leaseMs: number; ttlMs: number };
+/**
+ * Timing of a hold: how long it lasts, and how long its key lives once the record completes; and how long after
+ * its first attempt an operation may still reach for the gateway: a retry takes it over to call the gateway only
+ * while its whole lease ends within `attemptWindowMs` of the first attempt, and as recovery (asking only) after
+ * that, so that no client, however it retries, keeps an operation from its final answer (operations/finality.ts).
+ */
+export type Timing = { leaseMs: number; ttlMs: number; attemptWindowMs: number };
+
+/** Whether a take-over at `now` may call the gateway (`retry`), or only ask what happened (`recovery`). */
+export function takerAt(record: IdempotencyRecord, now: Date, { leaseMs, attemptWindowMs }: Timing): Taker {
+  return now.getTime() + leaseMs <= record.createdAt.getTime() + attemptWindowMs ? "retry" : "recovery";
+}
 
 /**
- * Who takes a claim over: a retry, whose work calls the gateway again (its
- * attempt time moves), or recovery (the sweeper, the reconciliation), which only
- * asks the gateway what happened and leaves the attempt time where it was.
+ * Who takes a claim over: a retry, whose work calls the gateway again (its attempt time moves), or recovery (the
+ * sweeper, the reconciliation, a settling GET, a retry past the attempt window), which only asks the gateway what
+ * happened and leaves the attempt time where it was.
  */
 export type Taker = "retry" | "recovery";
 

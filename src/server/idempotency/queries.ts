@@ -37,21 +37,24 @@ export async function findById(id: bigint, now = new Date()): Promise<Idempotenc
 }
 
 /**
- * The records nobody is finishing, oldest first: in progress, untouched for `idleMs`, and not under a live lease
- * (released, or their holder's lease ran out). Walks (state, updated_at).
+ * The records nobody is finishing, oldest first: in progress, first attempted at least `dueAfterMs` ago, and not
+ * under a live lease (released, or their holder's lease ran out). By the first attempt, never by the last touch:
+ * a client polling or retrying moves `updated_at`, and must not postpone its operation's answer. Least recently
+ * touched first along (state, updated_at), so that records the gateway cannot settle yet (each released again by
+ * the sweep that asked) take turns with the rest instead of filling every batch.
  */
-export function unfinishedStatement(idleMs: number, limit: number): Statement {
+export function unfinishedStatement(dueAfterMs: number, limit: number): Statement {
   return {
     sql: `SELECT ${RECORD_COLUMNS} FROM idempotent_requests
-           WHERE state = 'in_progress' AND updated_at < DATE_SUB(${DB_NOW}, INTERVAL ? MICROSECOND)
+           WHERE state = 'in_progress' AND created_at <= DATE_SUB(${DB_NOW}, INTERVAL ? MICROSECOND)
              AND (lease_expires_at IS NULL OR lease_expires_at <= ${DB_NOW})
            ORDER BY updated_at LIMIT ?`,
-    values: [micros(idleMs), limit],
+    values: [micros(dueAfterMs), limit],
   };
 }
 
-export async function findUnfinished(now: Date, idleMs: number, limit: number): Promise<IdempotencyRecord[]> {
-  const { sql, values } = unfinishedStatement(idleMs, limit);
+export async function findUnfinished(now: Date, dueAfterMs: number, limit: number): Promise<IdempotencyRecord[]> {
+  const { sql, values } = unfinishedStatement(dueAfterMs, limit);
   const rows = await db.$queryRawUnsafe<RecordRow[]>(sql, ...values);
   const records: IdempotencyRecord[] = [];
   for (const row of rows) {

@@ -38,6 +38,7 @@ import type { ClaimInput, StoredResponse } from "./types";
 export const timing: Timing = {
   leaseMs: env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS,
   ttlMs: env.IDEMPOTENCY_KEY_TTL_HOURS * 3_600_000,
+  attemptWindowMs: env.REAP_AFTER_MS,
 };
 
 /** When work under a hold must be done: a lease margin before the lease ends. */
@@ -303,24 +304,33 @@ export async function take(record: IdempotencyRecord, now: Date, taker: Taker): 
 
 // renew: held -> held, a new lease for the same attempt ------------------------------------------------------------
 
-/** The holder (same attempt) extends its lease before starting work it could not finish in time. */
-export function renewStatement(held: { id: bigint; attempt: number }, { leaseMs }: Timing): Statement {
+/**
+ * The holder (same attempt) extends its lease before starting work it could not finish in time. Work that calls
+ * the gateway (`retry`) then calls it under the new lease's deadline: its attempt time moves with it, as a take's.
+ */
+export function renewStatement(held: { id: bigint; attempt: number }, { leaseMs }: Timing, taker: Taker): Statement {
   return {
-    sql: `UPDATE idempotent_requests SET lease_expires_at = ${DB_LATER}, updated_at = ${DB_NOW}
+    sql: `UPDATE idempotent_requests SET lease_expires_at = ${DB_LATER}, updated_at = ${DB_NOW},
+                 last_attempt_at = ${taker === "retry" ? DB_NOW : "last_attempt_at"}
            WHERE id = ? AND attempt = ? AND state = 'in_progress' AND lease_expires_at IS NOT NULL`,
     values: [micros(leaseMs), held.id, held.attempt],
   };
 }
 
 /** The record renewStatement leaves, sent at `sentAt`. */
-export function afterRenew(record: IdempotencyRecord, sentAt: Date, t = timing): IdempotencyRecord {
-  return { ...record, phase: { name: "held", leaseExpiresAt: leaseFrom(sentAt, t) }, updatedAt: sentAt };
+export function afterRenew(record: IdempotencyRecord, sentAt: Date, taker: Taker, t = timing): IdempotencyRecord {
+  return {
+    ...record,
+    phase: { name: "held", leaseExpiresAt: leaseFrom(sentAt, t) },
+    lastAttemptAt: taker === "retry" ? sentAt : record.lastAttemptAt,
+    updatedAt: sentAt,
+  };
 }
 
 /** A fresh lease for the holder; null when the attempt was superseded. */
-export async function renew(record: IdempotencyRecord, now: Date): Promise<IdempotencyRecord | null> {
-  const changed = await retryOnLockConflict(() => execute(renewStatement(record, timing)));
-  return changed === 1 ? afterRenew(record, now) : null;
+export async function renew(record: IdempotencyRecord, now: Date, taker: Taker): Promise<IdempotencyRecord | null> {
+  const changed = await retryOnLockConflict(() => execute(renewStatement(record, timing, taker)));
+  return changed === 1 ? afterRenew(record, now, taker) : null;
 }
 
 // release: held -> released (the holder did not learn the outcome) ------------------------------------------------

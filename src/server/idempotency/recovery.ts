@@ -26,11 +26,15 @@ export async function finishUnfinished(
   const taken = await records.take(record, new Date(), "recovery");
   if (!taken) return { kind: "lost" };
   let finishedBy: FinishedBy = "request";
-  const outcome = await workUnderClaim(taken, async (held) => {
-    const result = await settle(held);
-    if (result.kind === "complete") finishedBy = result.finishedBy ?? "request";
-    return result;
-  });
+  const outcome = await workUnderClaim(
+    taken,
+    async (held) => {
+      const result = await settle(held);
+      if (result.kind === "complete") finishedBy = result.finishedBy ?? "request";
+      return result;
+    },
+    { taker: "recovery" },
+  );
   switch (outcome.kind) {
     case "fresh":
       return { kind: "finished", finishedBy };
@@ -41,7 +45,7 @@ export async function finishUnfinished(
   }
 }
 
-/** Records nobody is finishing: in progress, idle for `idleMs`, with no live lease; oldest first. */
-export function findUnfinished(idleMs: number, limit: number, now = new Date()): Promise<IdempotencyRecord[]> {
-  return findUnfinishedRecords(now, idleMs, limit);
+/** Records nobody is finishing: in progress, first attempted `dueAfterMs` ago or more, with no live lease. */
+export function findUnfinished(dueAfterMs: number, limit: number, now = new Date()): Promise<IdempotencyRecord[]> {
+  return findUnfinishedRecords(now, dueAfterMs, limit);
 }

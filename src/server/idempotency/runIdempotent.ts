@@ -3,7 +3,14 @@ import { metrics, secondsSince } from "~/server/observability/metrics";
 import { log } from "~/server/observability/log";
 import { noteAnswer } from "./events";
 import { answerHere, rememberAnswer, waitForHeldHere, whileHeld } from "./memory";
-import { isExpired, type FinishedBy, type IdempotencyRecord, type StoredResponse } from "./lifecycle";
+import {
+  isExpired,
+  takerAt,
+  type FinishedBy,
+  type IdempotencyRecord,
+  type StoredResponse,
+  type Taker,
+} from "./lifecycle";
 import { findById } from "./queries";
 import * as records from "./records";
 import type { ClaimInput, HeldClaim, IdempotentOutcome, WorkResult } from "./types";
@@ -36,6 +43,16 @@ export function answerFor(existing: IdempotencyRecord, claim: ClaimInput, now: D
 }
 
 /**
+ * What an operation does under a held claim: `work` calls the gateway (under the derived key) and says what came
+ * of it; `settle` only asks the gateway what an earlier attempt did, creating nothing (a retry past the attempt
+ * window runs it instead of `work`: Timing).
+ */
+export type OperationWork = {
+  work: (held: HeldClaim) => Promise<WorkResult>;
+  settle: (held: HeldClaim) => Promise<WorkResult>;
+};
+
+/**
  * The idempotency protocol, the one entry point for a request under a key
  * (Powertools' IdempotencyHandler): claims the key by INSERT (the unique index
  * decides between concurrent requests; there is no check-then-insert), answers
@@ -50,11 +67,11 @@ export function answerFor(existing: IdempotencyRecord, claim: ClaimInput, now: D
  */
 export async function runIdempotent(
   claim: ClaimInput,
-  work: (held: HeldClaim) => Promise<WorkResult>,
+  operation: OperationWork,
   { waitMs = 0, signal }: WaitOptions = {},
 ): Promise<IdempotentOutcome & { waited: boolean }> {
   const deadline = Date.now() + waitMs;
-  let outcome = await attempt(claim, work);
+  let outcome = await attempt(claim, operation);
   let waited = false;
   // Prefer: wait. While another attempt holds the operation, wait for its answer
   // instead of sending the client away with a 409: on the holder's work when it
@@ -70,7 +87,7 @@ export async function runIdempotent(
     if (left <= 0) break;
     waited = true;
     if (!(await waitForHeldHere(claim, left))) await sleep(Math.min(pause, left));
-    outcome = await attempt(claim, work);
+    outcome = await attempt(claim, operation);
   }
   noteAnswer(claim, outcome, waited);
   return { ...outcome, waited };
@@ -87,7 +104,7 @@ const FIRST_POLL_MS = 50;
 const MAX_POLL_MS = 1_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<WorkResult>): Promise<IdempotentOutcome> {
+async function attempt(claim: ClaimInput, operation: OperationWork): Promise<IdempotentOutcome> {
   const known = answerHere(claim);
   if (known) return known;
   const startedAt = performance.now();
@@ -96,12 +113,30 @@ async function attempt(claim: ClaimInput, work: (held: HeldClaim) => Promise<Wor
   // An answer read from the record is remembered like one just stored: a client retrying it sends more.
   if (claimed.kind === "replay") rememberAnswer(claim, claimed.response, claimed.expiresAt);
   if (claimed.kind !== "claimed") return claimed;
-  const { record, atClaim } = claimed;
+  const { record, atClaim, taker } = claimed;
   addLogContext({ recordId: String(record.id) });
-  if (claim.idempotencyKey === null) return keylessOutcome(record, work);
-  const outcome = await whileHeld(claim, record, () => workUnderClaim(record, work, atClaim));
+  if (claim.idempotencyKey === null) return keylessOutcome(record, operation.work);
+  const outcome = await whileHeld(claim, record, () =>
+    taker === "recovery"
+      ? settleUnderClaim(record, operation.settle)
+      : workUnderClaim(record, operation.work, { atClaim }),
+  );
   if (outcome.kind === "fresh" || outcome.kind === "replay") rememberAnswer(claim, outcome.response, outcome.expiresAt);
   return outcome;
+}
+
+/**
+ * A retry past the attempt window: it asks what the earlier attempts did instead of calling again. Not knowing yet
+ * is "in progress" (the operation's answer is on its way, and final in bounded time), not "the gateway did not
+ * answer", which would be this attempt's own.
+ */
+async function settleUnderClaim(
+  record: IdempotencyRecord,
+  settle: (held: HeldClaim) => Promise<WorkResult>,
+): Promise<IdempotentOutcome> {
+  const outcome = await workUnderClaim(record, settle, { taker: "recovery" });
+  if (outcome.kind !== "unknown_outcome") return outcome;
+  return { kind: "in_progress", since: record.createdAt, expiresAt: record.expiresAt };
 }
 
 /**
@@ -140,7 +175,7 @@ const gatewayAnswered = (result: WorkResult) => result.kind === "complete" && re
 /** The sweeper's answer for an operation it found the gateway never carried out. */
 const isWriteOff = (outcome: IdempotentOutcome) => outcome.kind === "replay" && outcome.finishedBy === "abandoned";
 
-type Claimed = { kind: "claimed"; record: IdempotencyRecord; atClaim?: unknown[] };
+type Claimed = { kind: "claimed"; record: IdempotencyRecord; atClaim?: unknown[]; taker?: Taker };
 
 /**
  * Claims: the INSERT decides, and when the key is taken, the record that holds
@@ -191,19 +226,25 @@ async function answerExisting(
     case "in_progress":
       return { kind: "in_progress", since: existing.createdAt, expiresAt: existing.expiresAt };
     case "take": {
-      const taken = await records.take(existing, now, "retry");
-      if (taken) return { kind: "claimed", record: taken };
+      const taker = takerAt(existing, now, records.timing);
+      const taken = await records.take(existing, now, taker);
+      if (taken) return { kind: "claimed", record: taken, taker };
       return { kind: "in_progress", since: existing.createdAt, expiresAt: existing.expiresAt };
     }
   }
 }
 
+/**
+ * Runs work under a claim this process holds and stores what it came to. `taker`: whether the work calls the
+ * gateway (`retry`, also a claim's first attempt) or only asks it (`recovery`): a lease renewed for work that calls
+ * moves the record's attempt time too.
+ */
 export async function workUnderClaim(
   taken: IdempotencyRecord,
   work: (held: HeldClaim) => Promise<WorkResult>,
-  atClaim?: unknown[],
+  { atClaim, taker = "retry" }: { atClaim?: unknown[]; taker?: Taker } = {},
 ): Promise<IdempotentOutcome> {
-  const record = await withTimeToWork(taken);
+  const record = await withTimeToWork(taken, taker);
   if (!record) return currentAnswer(taken);
   const held: HeldClaim = { record, deadline: records.deadlineOf(leaseOf(record)), atClaim };
   let result: WorkResult;
@@ -253,10 +294,10 @@ const leaseOf = (record: IdempotencyRecord) =>
   record.phase.name === "held" || record.phase.name === "lease_expired" ? record.phase.leaseExpiresAt : new Date(0);
 
 /** The record, with a lease long enough for the work (renewed if this process stalled); null if it lost the claim. */
-async function withTimeToWork(record: IdempotencyRecord): Promise<IdempotencyRecord | null> {
+async function withTimeToWork(record: IdempotencyRecord, taker: Taker): Promise<IdempotencyRecord | null> {
   const now = new Date();
   if (records.deadlineOf(leaseOf(record)).getTime() - now.getTime() >= MIN_WORK_MS) return record;
-  return records.renew(record, now);
+  return records.renew(record, now, taker);
 }
 
 const replayOf = (

@@ -18,7 +18,7 @@ import { chargeCompletion, chargeFromGateway } from "~/server/charges/chargeRows
 import { db } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
-import { withKeylessCount } from "~/server/operations/submitOperation";
+import { withCompletionWrites } from "~/server/operations/completion";
 import { log } from "~/server/observability/log";
 import { healLateCharge } from "./healLateCharge";
 import { ownerOf } from "./owner";
@@ -169,7 +169,7 @@ async function settleOrphan(
       // Nobody is finishing it, and the gateway says what happened: finish it with that.
       const key = charge.idempotencyKey;
       const result = await finishUnfinished(record, async (held) =>
-        withKeylessCount(held.record, chargeCompletion(held.record, charge, key, "reconciled")),
+        withCompletionWrites(held.record, chargeCompletion(held.record, charge, key, "reconciled")),
       );
       return result.kind === "finished" ? "repaired" : "in_flight";
     }

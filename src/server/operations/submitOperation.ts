@@ -7,18 +7,13 @@ import {
   runIdempotent,
   type Admission,
   type HeldClaim,
-  type IdempotencyRecord,
   type OperationState,
-  type WorkResult,
 } from "~/server/idempotency";
 import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
-import {
-  countKeyedOperation,
-  countKeyedRequest,
-  countKeylessRequest,
-  keylessCountStatement,
-} from "~/server/rollout/counters";
+import { countKeyedOperation, countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
 import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
+import { withCompletionWrites } from "./completion";
+import { settleOperation } from "./finality";
 import type { MoneyOperation } from "./moneyOperation";
 import { errorOutcome, type OperationOutcome } from "./outcome";
 import { fieldErrors } from "./fieldErrors";
@@ -40,7 +35,7 @@ export type SubmitArgs = {
  *
  * Every request is counted for the rollout, per route, exactly once: a keyed one in memory, as an attempt, and as
  * an operation too when its key makes a new record (the claim's onNewRecord); a keyless one that claims, with
- * its record, by the transaction that completes it (withKeylessCount) or, refused, by the one that withdraws its
+ * its record, by the transaction that completes it (completion.ts) or, refused, by the one that withdraws its
  * claim (rollout/mode.ts, keylessAdmission); a keyless one answered before any claim here, before it is answered.
  */
 export async function submitOperation<Input>(
@@ -118,11 +113,16 @@ async function claimAndWork<Input>(
     onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, operation.route),
     atClaim: idempotencyKey === null ? undefined : operation.atClaim?.(args.apiClientId, input),
   };
-  const work = (held: HeldClaim) => operation.work(held, input).then((r) => withKeylessCount(held.record, r));
-  const outcome = await runIdempotent(claim, work, {
-    waitMs: (args.waitSeconds ?? 0) * 1000,
-    signal: args.signal,
-  });
+  const work = (held: HeldClaim) => operation.work(held, input).then((r) => withCompletionWrites(held.record, r));
+  const settle = (held: HeldClaim) => settleOperation(operation, held);
+  const outcome = await runIdempotent(
+    claim,
+    { work, settle },
+    {
+      waitMs: (args.waitSeconds ?? 0) * 1000,
+      signal: args.signal,
+    },
+  );
   const { waited } = outcome;
   switch (outcome.kind) {
     case "fresh":
@@ -150,18 +150,6 @@ async function claimAndWork<Input>(
   }
 }
 
-/**
- * The rows stored with a record's answer: the work's own, and for a keyless request its count
- * (rollout/counters.ts). A record completes exactly once (the completion is fenced), whoever completes it, the
- * request or the sweeper, so every keyless request that got a record is counted exactly once, in the transaction
- * that stores its outcome, at no extra commit.
- */
-export function withKeylessCount(record: IdempotencyRecord, result: WorkResult): WorkResult {
-  if (result.kind !== "complete" || record.idempotencyKey !== null) return result;
-  const count = keylessCountStatement(record.apiClientId, record.route, record.createdAt);
-  return { ...result, writes: [...result.writes, count] };
-}
-
 async function operationExists<Input>(operation: MoneyOperation<Input>, apiClientId: number, idempotencyKey: string) {
   const state = await findOperation({ idempotencyKey, route: operation.route, apiClientId });
   return state.kind !== "unknown";
@@ -170,9 +158,9 @@ async function operationExists<Input>(operation: MoneyOperation<Input>, apiClien
 /**
  * GET ?idempotency_key=K (or ?request_id=N, the handle of a keyless request whose outcome was unknown): the state
  * of the client's own operation on this route, without resending it. One that nobody is working on is settled
- * here and now, as a retry would settle it: taken over under the fence and asked of the gateway under its derived
- * key. Found made, it completes with the real answer; found not made, it is written off only once the sweeper
- * would (idle for REAP_AFTER_MS): until then an attempt may still be on its way to the gateway.
+ * here and now, as the sweeper would: taken over under the fence (as recovery: a lookup never moves the clock of
+ * its write-off) and asked of the gateway under its derived key. Found made, it completes with the real answer;
+ * found not made, it is written off only once nothing can still be made (operations/finality.ts).
  */
 export async function findOperationOf<Input>(
   operation: MoneyOperation<Input>,
@@ -182,12 +170,7 @@ export async function findOperationOf<Input>(
   const find = () => findOperation({ ...handle, route: operation.route, apiClientId });
   const state = await find();
   if (state.kind !== "unfinished") return state;
-  const idleMs = Date.now() - state.record.updatedAt.getTime();
-  await finishUnfinished(state.record, async (held) => {
-    const result = withKeylessCount(held.record, await operation.settle(held));
-    const tooSoon = result.kind === "complete" && result.finishedBy === "abandoned" && idleMs < env.REAP_AFTER_MS;
-    return tooSoon ? { kind: "unknown" } : result;
-  });
+  await finishUnfinished(state.record, (held) => settleOperation(operation, held));
   const settled = await find();
   return settled.kind === "unfinished" ? { kind: "in_progress", since: settled.since } : settled;
 }

@@ -10,7 +10,9 @@ export type ReapResult = { reaped: number; reconciled: number; skipped: number }
  * died (its lease ran out) or a released claim was never retried. Before giving
  * up on one it asks the gateway under the derived key: if the money moved, the
  * local charge is written and the record completes with the real 201
- * (reconciled); if it provably did not, 500 request_abandoned.
+ * (reconciled); if it provably did not, and nothing can still be made, 500
+ * request_abandoned (operations/finality.ts). `olderThanMs`: how long after its
+ * first attempt a record is due (REAP_AFTER_MS; tests sweep sooner).
  *
  * Safe with several instances and with retries arriving meanwhile: a record is
  * taken over with a conditional UPDATE under the next attempt first, and only
@@ -27,7 +29,7 @@ export async function reapAbandoned({
   const result: ReapResult = { reaped: 0, reconciled: 0, skipped: 0 };
   for (const candidate of await findUnfinished(olderThanMs, batchSize)) {
     try {
-      const finished = await finishUnfinished(candidate, settleRecord);
+      const finished = await finishUnfinished(candidate, (held) => settleRecord(held, olderThanMs));
       if (finished.kind === "finished") result[finished.finishedBy === "abandoned" ? "reaped" : "reconciled"] += 1;
       else result.skipped += 1; // lost to a retry or another sweeper, or the gateway cannot tell yet
     } catch (error) {
