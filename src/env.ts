@@ -13,6 +13,12 @@ const parses = (url: string) => {
 const databaseOf = (url: string) => (parses(url) ? (parseMysqlUrl(url).database ?? "") : "");
 
 /**
+ * The least STRIPE_SEARCH_CONSISTENCY_MS outside tests: a request held up on its way to Stripe, or Stripe's
+ * search lagging in an incident, for longer than the window turns a true "nothing was made" into a false one.
+ */
+export const STRIPE_MIN_CONSISTENCY_MS = 10 * 60_000;
+
+/**
  * Every environment variable the server reads, parsed once at start-up.
  * A bad value stops the process with a message naming the variable, instead of
  * surfacing later as a confusing runtime error.
@@ -38,8 +44,10 @@ const schema = z
     /** GATEWAY=stripe: where Stripe's API is (protocol, host, port); unset: api.stripe.com. Tests: the simulator. */
     STRIPE_API_BASE: z.string().url().optional(),
     /**
-     * GATEWAY=stripe: how long after a charge's last attempt a search that finds nothing still proves
-     * nothing (Stripe's search lags behind writes: under a minute normally, longer in an outage).
+     * GATEWAY=stripe: how long after an attempt's deadline a request sent to Stripe may still land, or its search
+     * still lag (under a minute normally, longer in an outage). Stripe cannot be told a deadline, so "nothing was
+     * made" waits this out, for charges and refunds: an operation Stripe never answers is final this long after
+     * its last attempt. At least STRIPE_MIN_CONSISTENCY_MS outside tests.
      */
     STRIPE_SEARCH_CONSISTENCY_MS: z.coerce
       .number()
@@ -197,6 +205,18 @@ const schema = z
     path: ["STRIPE_SECRET_KEY"],
     message: "is required when GATEWAY=stripe",
   })
+  .refine(
+    (env) =>
+      env.GATEWAY !== "stripe" ||
+      env.NODE_ENV === "test" ||
+      env.STRIPE_SEARCH_CONSISTENCY_MS >= STRIPE_MIN_CONSISTENCY_MS,
+    {
+      path: ["STRIPE_SEARCH_CONSISTENCY_MS"],
+      message:
+        `must be at least ${STRIPE_MIN_CONSISTENCY_MS} (10 minutes) with GATEWAY=stripe: a shorter window answers ` +
+        `"nothing was made" while a request may still land at Stripe (tests, NODE_ENV=test, may go lower)`,
+    },
+  )
   .transform((env) => ({
     ...env,
     STAFF_REQUIRE_2FA:
@@ -205,8 +225,9 @@ const schema = z
 
 export type Env = z.infer<typeof schema>;
 
-function parseEnv(): Env {
-  const parsed = schema.safeParse(process.env);
+/** The environment `source` describes, or an error naming every bad variable (tests pass their own). */
+export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
+  const parsed = schema.safeParse(source);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
     throw new Error(`Invalid environment variables (see .env.example):\n${problems.join("\n")}`);
