@@ -101,7 +101,7 @@ async function assertSameAnswer(path: string, key: string, body: unknown, final:
 }
 
 describe("an operation whose gateway never carries it out is final in bounded time", () => {
-  test("a client retrying POST every second: at most the attempt window of gateway calls, then the answer", async () => {
+  test("a client retrying POST every second: gateway calls within the attempt window, then the answer", async () => {
     const key = uniqueKey("retrier");
     const body = chargeBody({ card_token: "tok_error" });
     const { res, requests } = await untilFinal(
