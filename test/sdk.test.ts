@@ -12,9 +12,12 @@ import {
   ChargeDeadlineError,
   ChargesClient,
   InvalidIdempotencyKeyError,
+  MemoryOperationStore,
   OperationDeadlineError,
+  OperationExpiredError,
   RefundDeadlineError,
 } from "~/client";
+import { keyToBytes } from "~/server/idempotency/reading";
 import { FileOperationStore } from "~/client/fileOperationStore";
 import { faultyProxy, type ProxiedRequest } from "./faultyProxy";
 import {
@@ -31,6 +34,7 @@ import {
   postRefund,
   recordOf,
   seedRecord,
+  startAppInstance,
   sweepUntil,
 } from "./helpers";
 
@@ -372,5 +376,82 @@ describe("SDK refunds", () => {
     assert.equal(failure.lastProblem, "503 gateway_unavailable");
     const state = await impatient.refunds.findByIdempotencyKey(failure.idempotencyKey);
     assert.equal(state.state, "in_progress", "released with its outcome unknown, until the sweeper settles it");
+  });
+});
+
+describe("the SDK never sends an operation past its key's lifetime", () => {
+  // A server that keeps keys one minute (IDEMPOTENCY_KEY_TTL_HOURS at its least), and an SDK whose clock runs
+  // ahead on demand: "later" without waiting for it.
+  const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 14;
+  const SHORT_URL = `http://127.0.0.1:${PORT}`;
+  let shortLived: Awaited<ReturnType<typeof startAppInstance>>;
+  before(async () => {
+    shortLived = await startAppInstance(PORT, { IDEMPOTENCY_KEY_TTL_HOURS: String(1 / 60) });
+  });
+  after(() => shortLived?.stop());
+
+  /** What the server does once the key's minute is over: it forgets the key (its record expires). */
+  const serverForgets = (key: string) =>
+    db.idempotentRequest.updateMany({
+      where: { idempotencyKey: keyToBytes(key), state: "complete" },
+      data: { expiresAt: new Date(Date.now() - 1_000) },
+    });
+
+  test("a settled operation keeps the server's Idempotency-Key-Expires; past it, resume sends nothing", async () => {
+    let ahead = 0;
+    const { fetch: fetchFn, keys } = countingFetch();
+    const store = new MemoryOperationStore();
+    const options = { baseUrl: SHORT_URL, apiKey, store, fetch: fetchFn, keyExpiryMarginMs: 1_000 };
+    const sdk = new ChargesClient({ ...options, now: () => Date.now() + ahead });
+    const body = chargeBody();
+    const made = await sdk.charges.create(body, { reference: "order-expiring" });
+    assert.equal(made.status, 201);
+    const expiresAt = made.keyExpiresAt!.getTime();
+    assert.ok(expiresAt - Date.now() <= 61_000, "the server's minute, not the SDK's default day");
+    assert.equal((await store.get("order-expiring"))?.settled?.keyExpiresAt, made.keyExpiresAt!.toISOString());
+
+    const within = await sdk.resume("order-expiring");
+    assert.equal(within.replayed, true, "within the key's lifetime a resume is a replay");
+    const sent = keys.length;
+
+    ahead = expiresAt - Date.now() + 1_000; // a little past the key's expiry
+    await serverForgets(made.idempotencyKey);
+    const refused = await sdk.resume("order-expiring").catch((e: unknown) => e);
+    assert.ok(refused instanceof OperationExpiredError, String(refused));
+    assert.equal(refused.idempotencyKey, made.idempotencyKey);
+    assert.equal(refused.settled?.status, 201, "what is known of it");
+    assert.equal(keys.length, sent, "nothing was sent");
+    assert.equal((await gatewayCharges(body.customer_id)).length, 1, "charged once");
+    const found = await sdk.charges.findByIdempotencyKey(made.idempotencyKey);
+    assert.deepEqual(found.state, "expired", "not 'unknown', which would say a resend is safe");
+  });
+
+  test("an operation that never got a final answer is not sent once its key may have expired", async () => {
+    let ahead = 0;
+    const store = new MemoryOperationStore();
+    const unreachable = new ChargesClient({
+      baseUrl: "http://127.0.0.1:9", // discard: nothing answers
+      apiKey,
+      store,
+      deadlineMs: 500,
+      baseDelayMs: 10,
+      now: () => Date.now() + ahead,
+    });
+    const body = chargeBody();
+    await assert.rejects(unreachable.charges.create(body, { reference: "order-lost" }), ChargeDeadlineError);
+    ahead = 24 * 3_600_000; // a day later: past the key's default lifetime, counted from the operation's start
+    const { fetch: fetchFn, keys } = countingFetch();
+    const later = new ChargesClient({
+      baseUrl: SHORT_URL,
+      apiKey,
+      store,
+      fetch: fetchFn,
+      now: () => Date.now() + ahead,
+    });
+    const refused = await later.resume("order-lost").catch((e: unknown) => e);
+    assert.ok(refused instanceof OperationExpiredError, String(refused));
+    assert.equal(refused.settled, undefined, "no final answer is known");
+    assert.equal(keys.length, 0, "nothing was sent");
+    assert.equal((await gatewayCharges(body.customer_id)).length, 0);
   });
 });

@@ -31,6 +31,16 @@ export type ChargesClientOptions = {
   preferWaitSeconds?: number;
   /** Saves each operation (key and body) before its first attempt: see OperationStore. */
   store?: OperationStore;
+  /**
+   * How long the server keeps a key (its IDEMPOTENCY_KEY_TTL_HOURS). Default 24 h. A stored operation is never
+   * sent again past it (an OperationExpiredError says what is known instead): the server would take it as new.
+   * A final answer's Idempotency-Key-Expires, kept with the operation, overrides it.
+   */
+  keyLifetimeMs?: number;
+  /** How much sooner than the key's expiry the client stops sending it, for clocks that differ. Default 60 s. */
+  keyExpiryMarginMs?: number;
+  /** The client's clock (ms since the epoch). Default Date.now. */
+  now?: () => number;
   fetch?: typeof fetch;
 };
 
@@ -52,18 +62,33 @@ export class ChargesClient {
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     });
     this.store = options.store;
-    this.charges = new MoneyOperations(transport, this.store, {
-      resource: "charges",
-      path: "/api/charges",
-      name: "charge",
-      deadlineError: (key, attempts, problem) => new ChargeDeadlineError(key, attempts, problem),
-    });
-    this.refunds = new MoneyOperations(transport, this.store, {
-      resource: "refunds",
-      path: "/api/refunds",
-      name: "refund",
-      deadlineError: (key, attempts, problem) => new RefundDeadlineError(key, attempts, problem),
-    });
+    const keys = {
+      lifetimeMs: options.keyLifetimeMs ?? 24 * 3_600_000,
+      marginMs: options.keyExpiryMarginMs ?? 60_000,
+      now: options.now ?? Date.now,
+    };
+    this.charges = new MoneyOperations(
+      transport,
+      this.store,
+      {
+        resource: "charges",
+        path: "/api/charges",
+        name: "charge",
+        deadlineError: (key, attempts, problem) => new ChargeDeadlineError(key, attempts, problem),
+      },
+      keys,
+    );
+    this.refunds = new MoneyOperations(
+      transport,
+      this.store,
+      {
+        resource: "refunds",
+        path: "/api/refunds",
+        name: "refund",
+        deadlineError: (key, attempts, problem) => new RefundDeadlineError(key, attempts, problem),
+      },
+      keys,
+    );
   }
 
   /** The same as `charges.create`. */

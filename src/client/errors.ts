@@ -82,3 +82,28 @@ export class OperationMismatchError extends Error {
     this.name = "OperationMismatchError";
   }
 }
+
+/**
+ * The operation's Idempotency-Key has outlived the server's memory of it: sent again, it could be taken as a new
+ * operation and charge (or refund) a second time. So it was NOT sent. What is known of it is here: `settled` (its
+ * final answer's status, if one arrived), its key and body; find out what became of it by other means (GET the
+ * charge by its id, the dashboard, support), never by sending it again.
+ */
+export class OperationExpiredError extends Error {
+  constructor(
+    readonly reference: string,
+    readonly idempotencyKey: string,
+    readonly keyExpiredAt: Date,
+    readonly settled: { status: number; replayed: boolean; at: string } | undefined,
+  ) {
+    const known = settled
+      ? `Its final answer (HTTP ${settled.status}) arrived at ${settled.at}.`
+      : "No final answer arrived for it: it may or may not have been made.";
+    super(
+      `Operation "${reference}" (Idempotency-Key ${idempotencyKey}) was not sent: its key expired at ` +
+        `${keyExpiredAt.toISOString()}, after which the server takes it as a new operation. ${known} Settle it ` +
+        "without resending it.",
+    );
+    this.name = "OperationExpiredError";
+  }
+}

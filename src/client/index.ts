@@ -23,10 +23,11 @@ export {
   ChargesApiError,
   InvalidIdempotencyKeyError,
   OperationDeadlineError,
+  OperationExpiredError,
   OperationMismatchError,
   RefundDeadlineError,
 } from "./errors";
-export type { CreateOptions, MoneyOperations } from "./moneyOperations";
+export type { CreateOptions, KeyLifetime, MoneyOperations } from "./moneyOperations";
 export {
   MemoryOperationStore,
   type MoneyResource,

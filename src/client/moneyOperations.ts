@@ -2,6 +2,7 @@ import { IDEMPOTENCY_KEY_HEADER, keyProblem, serializeKey } from "../server/http
 import {
   ChargesApiError,
   InvalidIdempotencyKeyError,
+  OperationExpiredError,
   OperationMismatchError,
   type OperationDeadlineError,
 } from "./errors";
@@ -18,6 +19,12 @@ export type OperationSpec<Name extends string> = {
   name: Name;
   deadlineError: (idempotencyKey: string, attempts: number, lastProblem: string) => OperationDeadlineError;
 };
+
+/**
+ * How long the server keeps a key (IDEMPOTENCY_KEY_TTL_HOURS; a final answer's Idempotency-Key-Expires says it
+ * exactly), how much sooner than that the client stops trusting it (clocks differ), and the clock.
+ */
+export type KeyLifetime = { lifetimeMs: number; marginMs: number; now: () => number };
 
 export type CreateOptions = {
   /** Your own UUIDv4 for the operation; by default one is made. Reuse it for every retry, never a new one. */
@@ -45,6 +52,7 @@ export class MoneyOperations<Name extends string, Params, Created> {
     private readonly transport: Transport,
     private readonly store: OperationStore | undefined,
     private readonly spec: OperationSpec<Name>,
+    private readonly keys: KeyLifetime,
   ) {}
 
   /**
@@ -67,7 +75,7 @@ export class MoneyOperations<Name extends string, Params, Created> {
       resource: this.spec.resource,
       idempotencyKey: idempotencyKey ?? newIdempotencyKey(),
       body,
-      createdAt: new Date().toISOString(),
+      createdAt: new Date(this.keys.now()).toISOString(),
     };
     const stored = await this.requireStore().saveIfAbsent(operation);
     const keyDiffers = idempotencyKey !== undefined && stored.idempotencyKey !== idempotencyKey;
@@ -109,8 +117,29 @@ export class MoneyOperations<Name extends string, Params, Created> {
         idempotencyKey,
       };
     }
-    if (answer.status === 404 && error.code === "not_found") return { state: "unknown", idempotencyKey };
+    if (answer.status === 404 && error.code === "not_found") {
+      // Not known any more is not "never happened" when this client's own operation under the key outlived it.
+      const stored = (await this.store?.list())?.find((op) => op.idempotencyKey === idempotencyKey);
+      if (stored && this.expired(stored)) {
+        const { reference } = stored;
+        return { state: "expired", idempotencyKey, keyExpiredAt: this.keyExpiry(stored), reference };
+      }
+      return { state: "unknown", idempotencyKey };
+    }
     throw new ChargesApiError(answer.status, error);
+  }
+
+  /**
+   * When the server forgets the operation's key: its last final answer said (Idempotency-Key-Expires), else its
+   * start plus the key's lifetime (the server's record, made after the start, lives at least that long).
+   */
+  private keyExpiry(operation: StoredOperation): Date {
+    const said = operation.settled?.keyExpiresAt;
+    return said ? new Date(said) : new Date(Date.parse(operation.createdAt) + this.keys.lifetimeMs);
+  }
+
+  private expired(operation: StoredOperation): boolean {
+    return this.keys.now() >= this.keyExpiry(operation).getTime() - this.keys.marginMs;
   }
 
   /** Operations stored before refunds existed carry no resource: they are charges. */
@@ -123,9 +152,19 @@ export class MoneyOperations<Name extends string, Params, Created> {
     return this.store;
   }
 
+  /** Sends a stored operation again, only while the server still knows its key: past it, a resend is a new one. */
   private async sendStored(operation: StoredOperation): Promise<OperationResult<Name, Created>> {
+    if (this.expired(operation)) {
+      const { reference, idempotencyKey, settled } = operation;
+      throw new OperationExpiredError(reference, idempotencyKey, this.keyExpiry(operation), settled);
+    }
     const result = await this.send(operation.idempotencyKey, operation.body);
-    const settled = { status: result.status, replayed: result.replayed, at: new Date().toISOString() };
+    const settled = {
+      status: result.status,
+      replayed: result.replayed,
+      at: new Date(this.keys.now()).toISOString(),
+      ...(result.keyExpiresAt && { keyExpiresAt: result.keyExpiresAt.toISOString() }),
+    };
     await this.requireStore().settle(operation.reference, settled);
     return result;
   }
@@ -148,7 +187,9 @@ export class MoneyOperations<Name extends string, Params, Created> {
     const { status, replayed, attempts } = answer;
     const requestId = answer.headers.get("Request-Id");
     const originalRequestId = answer.headers.get("Original-Request");
-    const answered = { status, replayed, attempts, idempotencyKey, requestId, originalRequestId };
+    const expires = Date.parse(answer.headers.get("Idempotency-Key-Expires") ?? "");
+    const keyExpiresAt = Number.isNaN(expires) ? null : new Date(expires);
+    const answered = { status, replayed, attempts, idempotencyKey, requestId, originalRequestId, keyExpiresAt };
     if (status >= 200 && status < 300) {
       const created = { [this.spec.name]: answer.json } as { [K in Name]: Created };
       return { ok: true, ...answered, ...created };

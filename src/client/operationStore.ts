@@ -20,8 +20,11 @@ export type StoredOperation = {
   /** The exact JSON body sent on every attempt. */
   body: string;
   createdAt: string;
-  /** Set once a final answer arrived. */
-  settled?: { status: number; replayed: boolean; at: string };
+  /**
+   * Set once a final answer arrived. `keyExpiresAt`: the answer's `Idempotency-Key-Expires`, after which the
+   * server no longer knows the key (and would take it as a new operation).
+   */
+  settled?: { status: number; replayed: boolean; at: string; keyExpiresAt?: string };
 };
 
 export interface OperationStore {

@@ -62,6 +62,8 @@ type Answered = {
   requestId: string | null;
   /** A replay's Original-Request: the Request-Id of the request whose answer it replays. */
   originalRequestId: string | null;
+  /** Idempotency-Key-Expires: until when the server answers this key with this operation (null if not said). */
+  keyExpiresAt: Date | null;
 };
 
 /** The final answer of a money operation: the object under its own name (`charge`, `refund`), or the error. */
@@ -78,5 +80,13 @@ export type OperationState<Result = ChargeResult> =
   | { state: "complete"; result: Result }
   /** Still running (or its gateway outcome is being settled): ask again after retryAfterMs. */
   | { state: "in_progress"; ageSeconds: number | undefined; retryAfterMs: number; idempotencyKey: string }
-  /** Nothing is recorded under this key for this API client (never arrived, expired after 24 h, or not yours). */
-  | { state: "unknown"; idempotencyKey: string };
+  /**
+   * Nothing is recorded under this key for this API client (never arrived, or not yours): within the key's
+   * lifetime, sending the operation again with the same key and body is safe.
+   */
+  | { state: "unknown"; idempotencyKey: string }
+  /**
+   * Nothing is recorded under this key any more, and this client's store holds an operation under it whose key
+   * has expired: the server may have forgotten it after carrying it out. Never send it again (a new operation).
+   */
+  | { state: "expired"; idempotencyKey: string; keyExpiredAt: Date; reference: string };
