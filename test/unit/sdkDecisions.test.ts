@@ -12,6 +12,7 @@ import {
   InvalidIdempotencyKeyError,
   MemoryOperationStore,
   OperationDeadlineError,
+  OperationExpiredError,
   OperationMismatchError,
   RefundDeadlineError,
   type ChargesClientOptions,
@@ -423,12 +424,42 @@ describe("refunds: the same protocol through the same loop", () => {
 
   test("an operation stored before refunds existed (no resource) is a charge", async () => {
     const store = new MemoryOperationStore();
-    const old = { reference: "r", idempotencyKey: "k", body: JSON.stringify(params), createdAt: "2026-01-01" };
+    // Stored in the format of then (no resource), and still within its key's lifetime.
+    const old = {
+      reference: "r",
+      idempotencyKey: "k",
+      body: JSON.stringify(params),
+      createdAt: new Date().toISOString(),
+    };
     await store.saveIfAbsent(old);
     const { sdk, sent } = client([{ status: 201, body: charge, headers: replay }], { store });
     const result = await sdk.resume("r");
     assert.equal(result.ok && "charge" in result && result.charge.id, "ch_1");
     assert.equal(sent[0]!.url.pathname, "/api/charges");
     await assert.rejects(sdk.refunds.resume("r"), OperationMismatchError);
+  });
+
+  test("past its key's lifetime (from its start, or what its final answer said) nothing is sent", async () => {
+    const store = new MemoryOperationStore();
+    const day = 24 * 3_600_000;
+    const started = new Date(Date.now() - day).toISOString();
+    await store.saveIfAbsent({
+      reference: "lost",
+      idempotencyKey: "k1",
+      body: JSON.stringify(params),
+      createdAt: started,
+    });
+    const expiresSoon = new Date(Date.now() + 30_000).toUTCString();
+    const { sdk, sent } = client([{ status: 201, body: charge, headers: { "Idempotency-Key-Expires": expiresSoon } }], {
+      store,
+    });
+    const lost = await sdk.resume("lost").catch((e: unknown) => e);
+    assert.ok(lost instanceof OperationExpiredError && lost.settled === undefined, String(lost));
+    const made = await sdk.charges.create(params, { reference: "kept" });
+    assert.equal((await store.get("kept"))?.settled?.keyExpiresAt, new Date(expiresSoon).toISOString());
+    assert.ok(made.keyExpiresAt);
+    // Within the SDK's default day, but past what the server said (less the 60 s margin): not sent again.
+    await assert.rejects(sdk.resume("kept"), OperationExpiredError);
+    assert.equal(sent.length, 1, "only the one create reached the server");
   });
 });
