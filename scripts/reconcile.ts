@@ -1,9 +1,11 @@
 /**
- * `npm run reconcile -- --since <time> [--until <time>]`: compares the gateway's
- * charges with the app's over the window, repairs what it can prove, stores and
- * prints the rest; exits 1 when anything is left. A time is an ISO date
- * (2026-12-03T10:00:00Z) or an age (90m, 6h, 2d). Works on the database `npm start`
- * uses (DATABASE_ADMIN_URL, else DATABASE_URL) and the gateway of GATEWAY_URL, like the app.
+ * `npm run reconcile [-- --since <time>] [--until <time>]`: compares the gateway's
+ * charges with the app's over the window (by default the last 24 hours, a key's
+ * lifetime), repairs what it can prove, stores and prints the rest; exits 1 when
+ * anything is left. A time is an ISO date (2026-12-03T10:00:00Z) or an age (90m,
+ * 6h, 2d). Works on the database `npm start` uses (DATABASE_ADMIN_URL, else
+ * DATABASE_URL) and the gateway of GATEWAY_URL, like the app; a gateway that is
+ * not this database's is refused (exit 2), with nothing stored.
  */
 import { parseArgs } from "node:util";
 import { pointAtStartDatabase } from "./lib/config";
@@ -23,16 +25,28 @@ function parseTime(value: string, name: string): Date {
   return date;
 }
 
-if (!values.since) {
-  console.error("usage: npm run reconcile -- --since <ISO time | 90m | 6h | 2d> [--until <time>]");
+const DEFAULT_SINCE = "24h";
+let since: Date;
+let until: Date;
+try {
+  since = parseTime(values.since ?? DEFAULT_SINCE, "since");
+  until = values.until ? parseTime(values.until, "until") : new Date();
+} catch (error) {
+  console.error(
+    `${(error as Error).message}\nusage: npm run reconcile [-- --since <ISO time | 90m | 6h | 2d>] [--until <time>]`,
+  );
   process.exit(2);
 }
-const since = parseTime(values.since, "since");
-const until = values.until ? parseTime(values.until, "until") : new Date();
 
 const { describeCounts, reconcileLedger } = await import("~/server/ledger/reconcile");
+const { ForeignGatewayError } = await import("~/server/ledger/gatewayIdentity");
 const { disconnectDatabase } = await import("~/server/db");
-const result = await reconcileLedger({ since, until });
+const result = await reconcileLedger({ since, until }).catch(async (error: unknown) => {
+  if (!(error instanceof ForeignGatewayError)) throw error;
+  console.error(`refused: ${error.message}`);
+  await disconnectDatabase();
+  process.exit(2);
+});
 console.log(
   `reconciled ${since.toISOString()} .. ${until.toISOString()}: ${describeCounts(result)}, ` +
     `repaired ${result.repaired}, ` +

@@ -5,15 +5,18 @@
  * own closing reconciliation finds nothing).
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { gateway } from "~/server/gateway";
+import { findRecord } from "~/server/idempotency/reading";
 import { healingKeys } from "~/server/ledger/healLateCharge";
 import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
+import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
 import {
   chargeAtGateway,
   chargeBody,
@@ -382,11 +385,15 @@ describe("recording a late refund", () => {
   const lateRefund = (amountCents: number) =>
     lateRefundHelper({ apiKey, apiClientId: clientId, chargeCents: 1000, amountCents });
 
-  test("recorded as the operation's refund: rows 1:1, the charge's refunded amount adds up, audited", async () => {
+  test("recorded as the operation's refund, its answer corrected, reported for a person; audited", async () => {
     const { charge, record, late } = await lateRefund(300);
     const result = await reconcile(since());
-    assert.ok(!result.findings.some((f) => f.subject === late.id), show(result.findings));
-    assert.ok(result.repaired >= 1, show(result));
+    const reported = result.findings.filter((f) => f.subject === late.id);
+    assert.deepEqual(
+      reported.map((f) => f.kind),
+      ["refund_after_write_off"],
+      "reported: the client was told no refund was made, and may have refunded again",
+    );
     const [refund, ...more] = await db.refund.findMany({ where: { chargeId: charge.id } });
     assert.equal(more.length, 0);
     assert.deepEqual(
@@ -400,8 +407,19 @@ describe("recording a late refund", () => {
       where: { action: "ledger.late_refund_recorded", targetId: charge.id },
     });
     assert.equal(audit.actorType, "system");
+    // Every replay of the operation now tells what happened: the refund.
+    const corrected = await findRecord(record.id);
+    assert.ok(corrected?.phase.name === "complete" && corrected.phase.finishedBy === "reconciled");
+    assert.equal(corrected.phase.response.status, 201);
+    assert.equal(JSON.parse(corrected.phase.response.body).id, refund!.id);
     assert.deepEqual((await reconcile(since())).findings, [], "in order from then on");
     assert.equal(await db.refund.count({ where: { chargeId: charge.id } }), 1, "recorded once");
+    const open = await db.ledgerMismatch.findMany({ where: { gatewayChargeId: late.id, resolvedAt: null } });
+    assert.deepEqual(
+      open.map((m) => m.kind),
+      ["refund_after_write_off"],
+      "open until a person closes it",
+    );
   });
 
   test("while holds in flight leave no room for it, it stays a finding; once they end, it is recorded", async () => {
@@ -418,7 +436,70 @@ describe("recording a late refund", () => {
       await db.charge.update({ where: { id: charge.id }, data: { refundHeldCents: 0 } });
     }
     const later = await reconcile(since());
-    assert.ok(!later.findings.some((f) => f.subject === late.id), show(later.findings));
+    assert.deepEqual(
+      later.findings.filter((f) => f.subject === late.id).map((f) => f.kind),
+      ["refund_after_write_off"],
+      show(later.findings),
+    );
     assert.equal((await refundedOf(charge.id)).refunded, 600);
+  });
+});
+
+/**
+ * `npm run reconcile` works without flags (the last 24 hours), and refuses a gateway that is not this
+ * database's (another stack's simulator), storing nothing and saying why: pointed at one, it once stored that
+ * stack's 2,017 charges as this database's mismatches without a word.
+ */
+describe("the reconciliation checks its gateway", () => {
+  const OTHER_PORT = Number(process.env.TEST_GATEWAY_PORT ?? 4110) + 3;
+  const otherDatabase = () => {
+    const url = new URL(process.env.TEST_GATEWAY_DATABASE_URL!);
+    url.pathname = `${url.pathname}_other`;
+    return url.toString();
+  };
+  const cli = (vars: Record<string, string>) =>
+    new Promise<{ status: number | null; out: string }>((resolve) => {
+      const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts"], {
+        env: { ...process.env, ...vars },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (out += d));
+      child.once("exit", (status) => resolve({ status, out }));
+    });
+  const runs = () => db.reconciliationRun.count();
+  const mismatches = () => db.ledgerMismatch.count();
+
+  test("without flags: the last 24 hours, against this database's gateway, whose account it records", async () => {
+    await postCharge({ apiKey, key: uniqueKey(), body: chargeBody() });
+    const before = await runs();
+    const { status, out } = await cli({});
+    assert.notEqual(status, 2, out);
+    const window = /reconciled (\S+) \.\. (\S+):/.exec(out);
+    assert.ok(window, out);
+    const hours = (Date.parse(window[2]!) - Date.parse(window[1]!)) / 3_600_000;
+    assert.ok(Math.abs(hours - 24) < 0.1, `a window of ${hours} h`);
+    assert.equal(await runs(), before + 1);
+    const recorded = await db.setting.findUnique({ where: { name: "gateway_identity" } });
+    assert.equal(recorded?.value, await gateway.identity());
+  });
+
+  test("pointed at another stack's gateway: refused, exit 2, nothing stored, and it says why", async () => {
+    const { startGateway } = await import("../scripts/lib/processes");
+    const { createDatabase } = await import("../scripts/lib/mariadbServer");
+    await createDatabase(otherDatabase(), { dropFirst: true });
+    const other = await startGateway({ port: OTHER_PORT, databaseUrl: otherDatabase(), quiet: true });
+    try {
+      const otherUrl = `http://127.0.0.1:${OTHER_PORT}`;
+      const [runsBefore, mismatchesBefore] = [await runs(), await mismatches()];
+      const { status, out } = await cli({ GATEWAY_URL: otherUrl, STRIPE_API_BASE: otherUrl });
+      assert.equal(status, 2, out);
+      assert.match(out, /refused: This database's gateway is account acct_\w+; the configured one is acct_\w+/);
+      assert.match(out, /Nothing was reconciled or stored/);
+      assert.deepEqual([await runs(), await mismatches()], [runsBefore, mismatchesBefore], "nothing stored");
+    } finally {
+      await other.stop();
+    }
   });
 });

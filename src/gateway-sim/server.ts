@@ -7,6 +7,7 @@
  *   GET  /v1/charges/by-idempotency-key/:key         (404 names a refusal under the key, if any)
  *   GET  /v1/charges?created_gte=&created_lt=&starting_after=&limit=   (the charge list, oldest first)
  *   /v1/refunds                                   (refunds of its charges, see ./refunds.ts)
+ *   GET  /v1/identity                             (its account id, ./identity.ts)
  *   GET  /health
  *
  * It also speaks the part of Stripe's API that the Stripe adapter uses
@@ -19,6 +20,7 @@ import * as mariadb from "mariadb";
 import { z } from "zod";
 import { mysqlConnectionOptions } from "../lib/mysqlUrl";
 import { behaviourFor } from "./behaviour";
+import { ensureIdentity } from "./identity";
 import { REFUNDS_CHARGE_INDEX_WITH_AMOUNT, REFUNDS_TABLE } from "./refundLedger";
 import { refundsApi } from "./refunds";
 import { noteRefusal, REFUSALS_SCHEMA, REQUEST_EXPIRED, refusalOf } from "./refusals";
@@ -119,12 +121,14 @@ async function ensureSchema(url: string) {
   );
   if (!covering) await conn.query(REFUNDS_CHARGE_INDEX_WITH_AMOUNT);
   await ensureStripeSchema(conn);
+  const identity = await ensureIdentity(conn);
   await conn.end();
+  return identity;
 }
 
-await ensureSchema(config.GATEWAY_DATABASE_URL);
+const identity = await ensureSchema(config.GATEWAY_DATABASE_URL);
 const pool = mariadb.createPool(databaseOptions(config.GATEWAY_DATABASE_URL));
-const stripe = stripeApi(pool, { searchLagMs: config.GATEWAY_SEARCH_LAG_MS });
+const stripe = stripeApi(pool, { searchLagMs: config.GATEWAY_SEARCH_LAG_MS, accountId: identity });
 const refunds = refundsApi(pool);
 
 function send(res: ServerResponse, status: number, body: unknown) {
@@ -335,6 +339,7 @@ const server = createServer((req, res) => {
     if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);
     if (req.method === "GET" && url.pathname === "/v1/charges") return listCharges(url, res);
     if (req.method === "GET" && byKey) return lookUp(decodeURIComponent(byKey[1]!), res);
+    if (req.method === "GET" && url.pathname === "/v1/identity") return send(res, 200, { id: identity });
     if (req.method === "GET" && url.pathname === "/health") {
       await pool.query("SELECT 1");
       return send(res, 200, { ok: true });

@@ -73,6 +73,15 @@ describe("a refund request that reaches the gateway after its write-off", () => 
           await db.auditEvent.count({ where: { action: "ledger.late_refund_recorded", targetId: charge } }),
           1,
         );
+        // Held up longer than STRIPE_SEARCH_CONSISTENCY_MS allows for: the answer is corrected to the refund, and
+        // the broken one reported for a person (the client was told no refund was made).
+        assert.deepEqual(
+          result.findings.map((f) => f.kind),
+          ["refund_after_write_off"],
+          show(result.findings),
+        );
+        const replay = await postRefund({ apiKey, key, body: { charge, amount_cents: 400 } });
+        assert.equal(replay.status, 201, replay.text);
       } else {
         assert.deepEqual(
           [money.gatewayCount, money.appCount, money.refunded, money.held],
@@ -80,7 +89,7 @@ describe("a refund request that reaches the gateway after its write-off", () => 
           "the simulator's deadline refused it",
         );
       }
-      assert.deepEqual(result.findings, [], "the ledger is in order");
+      if (env.GATEWAY !== "stripe") assert.deepEqual(result.findings, [], "the ledger is in order");
       // The rest of the charge is still refundable, once, to the cent.
       const rest = await postRefund({ apiKey, key: uniqueKey(), body: { charge } });
       assert.equal(rest.status, 201, rest.text);

@@ -41,6 +41,8 @@ import { parseSearchQuery } from "./searchQuery";
 export type StripeApiConfig = {
   /** How long a new intent stays invisible to search (Stripe: "under a minute", longer during an outage). */
   searchLagMs: number;
+  /** The simulator's account id (../identity.ts): GET /v1/account. */
+  accountId: string;
 };
 
 type Answer = { status: number; body: string };
@@ -159,6 +161,9 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
       if (req.method === "GET" && !refundId) return refunds.list(query);
       if (req.method === "GET" && refundId) return refunds.retrieve(decodeURIComponent(refundId));
     }
+    if (req.method === "GET" && url.pathname === "/v1/account") {
+      return { status: 200, body: JSON.stringify({ id: config.accountId, object: "account" }) };
+    }
     if (req.method === "GET" && url.pathname === "/v1/payment_intents") {
       const { expand, ...opts } = listParams(query);
       const { page, hasMore } = await intents.list(opts);
@@ -199,7 +204,10 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
    * any other.
    */
   return async function handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
-    const mine = url.pathname.startsWith("/v1/payment_intents") || (isRefundPath(url) && !!req.headers.authorization);
+    const mine =
+      url.pathname.startsWith("/v1/payment_intents") ||
+      url.pathname === "/v1/account" ||
+      (isRefundPath(url) && !!req.headers.authorization);
     if (!mine) return false;
     const requestId = newId("req").slice(0, 18);
     let answer: Answer & { replayed?: boolean; requestId?: string };

@@ -103,6 +103,12 @@ export class HttpPaymentGateway implements PaymentGateway {
 
   constructor(private readonly baseUrl: string) {}
 
+  async identity(): Promise<string> {
+    const res = await fetch(new URL("/v1/identity", this.baseUrl), { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`gateway identity: HTTP ${res.status}`);
+    return z.object({ id: z.string() }).parse(await res.json()).id;
+  }
+
   /** A POST under the idempotency key, bounded by the timeout; no answer at all is an unknown outcome. */
   private async post(path: string, body: unknown, { idempotencyKey, timeoutMs, notAfter }: ChargeOptions) {
     try {

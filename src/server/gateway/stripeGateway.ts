@@ -274,6 +274,11 @@ export class StripePaymentGateway implements PaymentGateway {
     this.lateLandingMs = options.searchConsistencyMs;
   }
 
+  /** The account the secret key belongs to (GET /v1/account). */
+  async identity(): Promise<string> {
+    return (await this.stripe.accounts.retrieve(null, {}, { timeout: this.lookupTimeoutMs })).id;
+  }
+
   async charge(request: GatewayChargeRequest, { idempotencyKey, timeoutMs, firstAttemptAt }: ChargeOptions) {
     const deadline = Date.now() + timeoutMs;
     // Stripe keeps an idempotency key for 24 hours. A retry of an operation first tried longer ago than that

@@ -88,6 +88,11 @@ export interface PaymentGateway {
    */
   readonly lateLandingMs: number;
   /**
+   * Which account of the provider this is (Stripe's account id): what the reconciliation checks it is comparing
+   * this database with its own gateway (ledger/gatewayIdentity.ts).
+   */
+  identity(): Promise<string>;
+  /**
    * Charges once per idempotency key: calling again with the same key returns
    * the same charge and never moves money twice.
    * @throws GatewayOutcomeUnknownError when it cannot tell whether money moved.

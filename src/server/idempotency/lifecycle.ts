@@ -40,6 +40,11 @@
  * completion). No gateway call was made under the record, so a later record's
  * new gateway key cannot make a second one.
  *
+ * The other: `correct`. A write-off is final, and true by the rule of write-offs (operations/finality.ts) as
+ * long as the gateway's late-landing time is configured right; where a refund landed after it all the same, the
+ * reconciliation records it, and the stored answer becomes the refund (reconciled), so that no replay goes on
+ * saying "no refund was made" (ledger/recordLateRefund.ts).
+ *
  * Every transition is one conditional statement that names the attempt it was
  * decided on; 0 rows changed means someone else moved the record first.
  * Models: AWS Lambda Powertools' IdempotencyRecordStatus, brandur's
@@ -164,6 +169,8 @@ export const TRANSITIONS = {
   expire: { from: ["complete"] as PhaseName[], to: "deleted" },
   /** Its holder's own, when nothing moved: see the header. */
   withdraw: { from: ["held", "lease_expired"] as PhaseName[], to: "deleted" },
+  /** A write-off the gateway contradicted later (a refund cannot be taken back): the answer becomes the truth. */
+  correct: { from: ["complete"] as PhaseName[], to: "complete" },
 } as const;
 
 export type Transition = keyof typeof TRANSITIONS;

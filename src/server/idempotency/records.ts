@@ -432,6 +432,22 @@ export async function complete(
   }
 }
 
+// correct: complete (abandoned) -> complete (reconciled), the gateway having contradicted the write-off -----------
+
+/**
+ * The write-off's stored answer becomes what the gateway did after all (lifecycle.ts, correct): fenced on the
+ * write-off itself, for a transaction that writes the operation's row beside it.
+ */
+export function correctWriteOffStatement(record: { id: bigint }, response: StoredResponse): Statement {
+  return {
+    sql: `UPDATE idempotent_requests
+             SET finished_by = 'reconciled', response_status = ?, response_body = ?, response_request_id = NULL,
+                 updated_at = ${DB_NOW}
+           WHERE id = ? AND state = 'complete' AND finished_by = 'abandoned'`,
+    values: [response.status, response.body, record.id],
+  };
+}
+
 // expire: complete, past its lifetime -> deleted -------------------------------------------------------------------
 
 export function expireStatement(record: IdempotencyRecord): Statement {

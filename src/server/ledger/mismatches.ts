@@ -18,6 +18,7 @@ export const MISMATCH_LABELS: Record<LedgerMismatchKind, string> = {
   refund_amount_mismatch: "Refund amount differs",
   several_gateway_refunds_for_one_operation: "Several gateway refunds for one operation",
   refunds_exceed_charge: "Refunds exceed their charge, or do not add up",
+  refund_after_write_off: "Refunded after the client was told no refund was made",
 };
 
 /** The open mismatches that name any of these charges, requests or gateway charges (indexed lookups). */

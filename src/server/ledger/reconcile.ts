@@ -15,11 +15,12 @@ import { hostname } from "node:os";
 import { env } from "~/env";
 import type { Charge, LedgerMismatchKind, Refund } from "~/generated/prisma/client";
 import { chargeCompletion, chargeFromGateway } from "~/server/charges/chargeRows";
-import { db } from "~/server/db";
+import { db, isDuplicateKeyError } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
 import { withCompletionWrites } from "~/server/operations/completion";
 import { log } from "~/server/observability/log";
+import { checkGatewayIdentity } from "./gatewayIdentity";
 import { healLateCharge } from "./healLateCharge";
 import { ownerOf } from "./owner";
 import { reconcileRefunds } from "./reconcileRefunds";
@@ -334,10 +335,16 @@ const newMismatch = (runId: number, f: Finding, now: Date) => ({
 async function storeFindings(runId: number, findings: Finding[], inOrder: Set<string>) {
   const now = new Date();
   for (const f of findings) {
-    await db.ledgerMismatch.upsert({
-      where: { fingerprint: fingerprint(f) },
-      create: newMismatch(runId, f, now),
-      update: { lastSeenAt: now },
+    const upsert = () =>
+      db.ledgerMismatch.upsert({
+        where: { fingerprint: fingerprint(f) },
+        create: newMismatch(runId, f, now),
+        update: { lastSeenAt: now },
+      });
+    // Two runs at once may both find it new: the second's INSERT meets the first's row, and updates it instead.
+    await upsert().catch((error: unknown) => {
+      if (!isDuplicateKeyError(error)) throw error;
+      return upsert();
     });
     // Found again: open again, unless an engineer closed it. Their closing is written once (a trigger keeps it);
     // its last_seen_at after resolved_at then shows it was seen again.
@@ -386,6 +393,7 @@ export async function reconcileLedger({
   /** Refund late charges of written-off operations (HEAL_LATE_CHARGES); false leaves them for a person. */
   heal?: boolean;
 }): Promise<ReconciliationResult> {
+  await checkGatewayIdentity();
   const run = await db.reconciliationRun.create({
     data: { instance: `${hostname()}:${process.pid}`, windowStart: since, windowEnd: until, startedAt: new Date() },
   });

@@ -62,11 +62,25 @@ async function settleOrphan(refund: ListedGatewayRefund): Promise<"repaired" | "
       const recorded = await db.refund.findUnique({ where: { gatewayIdempotencyKey: refund.idempotencyKey } });
       if (recorded) return compare(refund, recorded) ?? "in_order";
       if (record.phase.finishedBy !== "abandoned") return finding("the record completed without it");
-      // Refunded after the operation was answered "no refund was made": recorded, since it cannot be undone.
+      // Refunded after the operation was answered "no refund was made": recorded (it cannot be undone), its answer
+      // corrected, and reported for a person: the client, told otherwise, may have refunded again.
       const late = await recordLateRefund(record, refund);
-      return late
-        ? "repaired"
-        : finding("refunded after its operation was written off; it does not fit the charge yet");
+      if (!late) return finding("refunded after its operation was written off; it does not fit the charge yet");
+      return {
+        kind: "refund_after_write_off",
+        subject: refund.id,
+        gatewayChargeId: refund.id,
+        chargeId: late.chargeId,
+        requestId: record.id,
+        evidence: {
+          why:
+            "refunded at the gateway after the client was answered 'no refund was made' (500 request_abandoned); " +
+            "recorded as the operation's refund and its answer corrected: check whether the client refunded again",
+          written_off_at: record.updatedAt.toISOString(),
+          gateway: { id: refund.id, charge: refund.chargeId, amount_cents: refund.amountCents },
+          refund: late.id,
+        },
+      };
     }
     case "released":
     case "lease_expired": {

@@ -4,16 +4,20 @@ import { db, isDuplicateKeyError } from "~/server/db";
 import type { ListedGatewayRefund } from "~/server/gateway";
 import { NO_REQUEST } from "~/server/http/requestInfo";
 import type { IdempotencyRecord } from "~/server/idempotency";
+import { correctWriteOffStatement } from "~/server/idempotency/maintenance";
 import { log } from "~/server/observability/log";
 import { newRefundId } from "~/server/refunds/refundWork";
+import { responseForRefund } from "~/server/refunds/responses";
 
 /**
- * A gateway refund made for an operation the app answered "no refund was made" (written off by the sweeper; the
- * request reached the gateway late, and Stripe has no deadline to refuse it by). A refund cannot be taken back,
- * so it is recorded as the refund of that operation it is: gateway and app refunds stay 1:1 and the charge's
- * refunded amount adds up. Only while refunded + held + this amount fits the charge, decided under the charge's
- * row lock: the gateway's own limit makes it fit once the holds in flight end, so until then it stays a finding
- * and the next run asks again (null). Audited, because the operation's stored answer is no longer true.
+ * A gateway refund made for an operation the app answered "no refund was made" (written off; the request reached
+ * the gateway later than STRIPE_SEARCH_CONSISTENCY_MS allowed for, and Stripe has no deadline to refuse it by). A
+ * refund cannot be taken back, so it is recorded as the refund of that operation it is: gateway and app refunds
+ * stay 1:1 and the charge's refunded amount adds up, and the operation's stored answer becomes that refund, so
+ * that no replay goes on saying "no refund was made" (lifecycle.ts, correct). Only while refunded + held + this
+ * amount fits the charge, decided under the charge's row lock: the gateway's own limit makes it fit once the
+ * holds in flight end, so until then the next run asks again (null). Audited; the reconciliation also reports it
+ * for a person, since the client was told otherwise and may have refunded again.
  */
 export async function recordLateRefund(record: IdempotencyRecord, late: ListedGatewayRefund): Promise<Refund | null> {
   let recorded: Refund | null;
@@ -44,6 +48,8 @@ export async function recordLateRefund(record: IdempotencyRecord, late: ListedGa
           createdAt: late.createdAt,
         },
       });
+      const { sql, values } = correctWriteOffStatement(record, responseForRefund(refund));
+      if ((await tx.$executeRawUnsafe(sql, ...values)) !== 1) throw new WriteOffMoved();
       await recordAudit(
         { actor: { type: "system", name: "reconciliation" }, request: NO_REQUEST },
         {
@@ -61,6 +67,7 @@ export async function recordLateRefund(record: IdempotencyRecord, late: ListedGa
       return refund;
     });
   } catch (error) {
+    if (error instanceof WriteOffMoved) return null; // corrected by another run meanwhile: nothing written here
     // Another run recorded it first: the unique gateway key decided.
     if (!isDuplicateKeyError(error)) throw error;
     return db.refund.findUnique({ where: { gatewayIdempotencyKey: late.idempotencyKey } });
@@ -70,3 +77,6 @@ export async function recordLateRefund(record: IdempotencyRecord, late: ListedGa
     log.warn({ recordId: String(record.id), gatewayRefund: late.id, refund: recorded.id }, "late refund recorded");
   return recorded;
 }
+
+/** The write-off was no longer there to correct: the transaction rolls back. */
+class WriteOffMoved extends Error {}
