@@ -23,7 +23,8 @@ import { parseArgs } from "node:util";
 import { loadDotEnv } from "./lib/config";
 import { makePlan } from "./lib/faults/plan";
 import { executePlan } from "./lib/faults/run";
-import { RUN_TIMINGS, startFaultStack } from "./lib/faults/stack";
+import { sweepUntilNothingInProgress } from "./lib/closingSweeps";
+import { startFaultStack } from "./lib/faults/stack";
 import { run } from "./lib/processes";
 
 loadDotEnv();
@@ -64,20 +65,13 @@ try {
   const since = new Date(Date.now() - 1_000);
   const result = await executePlan(plan, stack, `f${seed}-${randomUUID().slice(0, 6)}`);
 
-  // The end of the run: no more faults. Let the last leases end, then finish everything left.
+  // The end of the run: no more faults. Finish everything left, as soon as nothing can still land.
   await stack.stopSweeper();
-  const { runSweep } = await import("~/server/sweep/runSweep");
   const { db, disconnectDatabase } = await import("~/server/db");
-  const { recordsInProgress } = await import("~/server/idempotency/reading");
-  await new Promise((r) =>
-    setTimeout(r, Number(RUN_TIMINGS.GATEWAY_TIMEOUT_MS) + Number(RUN_TIMINGS.LEASE_MARGIN_MS) + 500),
-  );
-  for (let round = 0; round < 5 && (await recordsInProgress()).length > 0; round++) {
-    await runSweep({ reapAfterMs: 0, reconcile: false });
-  }
+  await sweepUntilNothingInProgress();
   const { verifyRun } = await import("./lib/faults/verify");
   const { describeCounts } = await import("~/server/ledger/reconcile");
-  const verdict = await verifyRun(result.observations, since, result.requiredWindows);
+  const verdict = await verifyRun(result.observations, since, result.requiredWindows, result.outages);
 
   const byStatus: Record<string, number> = {};
   const byKind: Record<string, number> = {};

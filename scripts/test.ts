@@ -17,6 +17,7 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { provisionAppUser } from "./lib/appUser";
+import { sweepUntilNothingInProgress } from "./lib/closingSweeps";
 import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
@@ -100,16 +101,12 @@ const failures: string[] = [];
 const startedAt = new Date();
 
 /**
- * The closing check of every run: once the last leases have run out, a sweep
- * finishes what nobody retried, then the reconciliation compares the gateway
- * with the app for the whole run and the four invariants are checked.
+ * The closing check of every run: sweeps finish what nobody retried, as soon as nothing can still land, then the
+ * reconciliation compares the gateway with the app for the whole run and the invariants are checked.
  */
 async function closingLedgerCheck(since: Date) {
-  const { env } = await import("~/env");
-  const { runSweep } = await import("~/server/sweep/runSweep");
   const { checkLedgerInvariants, describeReport } = await import("~/server/ledger/invariants");
-  await new Promise((r) => setTimeout(r, env.GATEWAY_TIMEOUT_MS + env.LEASE_MARGIN_MS));
-  await runSweep({ reapAfterMs: 0, reconcile: false });
+  await sweepUntilNothingInProgress();
   const report = await checkLedgerInvariants({ since });
   return { ok: report.ok, summary: describeReport(report) };
 }

@@ -45,22 +45,23 @@ test("a charge is unrefunded until its refunds add up to all of it; a decline mo
   assert.deepEqual(unrefunded(charges, whole), []);
 });
 
-test("a written-off charge operation: in order with no charge, or with its late charge healed in full", () => {
+test("a written-off charge operation is in order with no succeeded charge under it (a decline moved nothing)", () => {
   const abandoned = answer(7n, "charge", "gk_7");
   assert.deepEqual(contradictedAnswers([abandoned], [charge("ch_x", 900, "gk_other", "8")], []), []);
-  const late = charge("ch_late", 900, "gk_7", "7");
-  const healed = refund("re_heal", "ch_late", 900, "gk_7_heal", "7");
-  assert.deepEqual(contradictedAnswers([abandoned], [late], [healed]), []);
+  assert.deepEqual(contradictedAnswers([abandoned], [charge("ch_d", 900, "gk_7", "7", "declined")], []), []);
 });
 
-test("a written-off charge operation whose late charge is kept, or given back in part, is a violation", () => {
+test("a written-off charge operation with a charge under it is a violation, kept or given back since", () => {
   const abandoned = answer(7n, "charge", "gk_7");
   const late = charge("ch_late", 900, "gk_7", "7");
   const [kept] = contradictedAnswers([abandoned], [late], []);
-  assert.match(kept!, /charge record 7 \(keyless\) answered 500 request_abandoned, but gateway charge ch_late of 900/);
-  const part = contradictedAnswers([abandoned], [late], [refund("re_p", "ch_late", 899, "gk_p", "7")]);
-  assert.equal(part.length, 1);
-  assert.match(part[0]!, /refunded 899/);
+  assert.match(
+    kept!,
+    /charge record 7 \(keyless\) answered 500 request_abandoned, but the gateway charged 900 \(ch_late\)$/,
+  );
+  // "No charge was made" was untrue when it was said, even if the ledger has refunded the charge in full since.
+  const [healed] = contradictedAnswers([abandoned], [late], [refund("re_heal", "ch_late", 900, "gk_7_heal", "7")]);
+  assert.match(healed!, /given back in full since/);
   // Named by its metadata alone (another key), it is still the operation's money.
   assert.equal(contradictedAnswers([abandoned], [charge("ch_m", 900, "gk_else", "7")], []).length, 1);
 });

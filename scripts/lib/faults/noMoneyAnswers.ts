@@ -1,8 +1,8 @@
 /**
- * After a fault run, healing included: an operation whose stored answer says no money moved (an error answer is
- * stored only when it is final: written off as `request_abandoned`, or declined by the gateway) has nothing
- * at the gateway that says otherwise. For a charge operation: no gateway charge that is not refunded in full (the
- * ledger refunds a late one, ledger/healLateCharge.ts); for a refund operation: no gateway refund at all.
+ * After a fault run: an operation whose stored answer says no money moved (an error answer is stored only when it
+ * is final: written off as `request_abandoned`, or declined by the gateway) has nothing at the gateway that says
+ * otherwise: no succeeded gateway charge (even one the ledger gave back in full: the answer was untrue when it
+ * was given), no gateway refund. "Nothing was made" only when nothing can still be made (operations/finality.ts).
  * Pure: it judges what was read from both sides.
  */
 import type { ListedGatewayCharge, ListedGatewayRefund } from "~/server/gateway";
@@ -41,10 +41,10 @@ export function contradictedAnswers(answers: NoMoneyAnswer[], charges: Charge[],
   for (const a of answers) {
     const what = `${a.kind} record ${a.recordId} (${a.key ?? "keyless"}) answered ${a.status} ${a.code ?? "?"}`;
     if (a.kind === "charge") {
-      for (const { charge, refundedCents } of unrefunded(charges.filter(under(a)), refunds))
-        violations.push(
-          `${what}, but gateway charge ${charge.id} of ${charge.amountCents} is refunded ${refundedCents}`,
-        );
+      for (const charge of charges.filter(under(a)).filter((c) => c.status === "succeeded")) {
+        const given = unrefunded([charge], refunds).length === 0 ? " (given back in full since)" : "";
+        violations.push(`${what}, but the gateway charged ${charge.amountCents} (${charge.id})${given}`);
+      }
     } else {
       for (const r of refunds.filter(under(a)))
         violations.push(`${what}, but the gateway refunded ${r.amountCents} of ${r.chargeId} (${r.id})`);

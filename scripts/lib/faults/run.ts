@@ -9,6 +9,7 @@ import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type 
 import { RefundOperations, type RefundBody } from "./refunds";
 import { postOnce } from "./postOnce";
 import { RUN_TIMINGS, type FaultStack } from "./stack";
+import type { Outage } from "./finalInTime";
 import { RequiredWindows } from "./requiredWindows";
 import { stallHoldMs, stallStorage, type StallStats } from "./stallStorage";
 
@@ -79,6 +80,7 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     required: new RequiredWindows((client, on) => switchHeader(stack, client, on)),
     ending: [],
     stalls: { gaps: 0, held: 0, mostAtOnce: 0 },
+    outages: [],
   };
   const inFlight: Promise<void>[] = [];
 
@@ -156,9 +158,10 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
   await Promise.all(inFlight);
   await faultLoop;
   await Promise.all(effects.ending);
-  const { deadlocksForced, required, stalls } = effects;
+  const { deadlocksForced, required, stalls, outages } = effects;
   const requiredWindows = required.windows;
-  return { observations, faultsDone, deadlocksForced, requiredWindows, stalls, durationMs: Date.now() - started };
+  const durationMs = Date.now() - started;
+  return { observations, faultsDone, deadlocksForced, requiredWindows, stalls, outages, durationMs };
 }
 
 /** One charge operation as its client sends it. */
@@ -245,14 +248,22 @@ type Effects = {
   required: RequiredWindows;
   ending: Promise<void>[];
   stalls: StallStats;
+  /** When the app's database was down: no answer could be stored then (finalInTime.ts). */
+  outages: Outage[];
 };
 
 async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) {
   switch (fault.kind) {
     case "kill_app":
       return stack.crashApp(fault.instance, fault.downMs);
-    case "kill_database":
-      return stack.crashDatabase(fault.downMs);
+    case "kill_database": {
+      const from = Date.now();
+      try {
+        return await stack.crashDatabase(fault.downMs);
+      } finally {
+        effects.outages.push({ from, to: Date.now() });
+      }
+    }
     case "deadlocks":
       for (let i = 0; i < fault.count; i++) effects.deadlocksForced += await closeLockCycles(stack);
       return;

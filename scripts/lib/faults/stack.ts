@@ -21,8 +21,12 @@ export const RUN_TIMINGS = {
   REAP_AFTER_MS: "4000",
   SWEEP_INTERVAL_MS: "1000",
   RECONCILE_INTERVAL_MS: "5000",
-  /** With GATEWAY=stripe: longer than the simulator's search lag (TEST_SEARCH_LAG_MS), as it must be. */
-  STRIPE_SEARCH_CONSISTENCY_MS: "1000",
+  /**
+   * With GATEWAY=stripe: longer than anything the run holds a request up for on its way to the gateway (a storage
+   * stall, at most stallHoldMs: 18 s) and than the simulator's search lag, as it must be: Stripe cannot be told a
+   * deadline, so "nothing was made" waits this out (operations/finality.ts).
+   */
+  STRIPE_SEARCH_CONSISTENCY_MS: "20000",
   DATABASE_POOL_SIZE: "10",
 };
 

@@ -3,8 +3,9 @@
  * primary key of the tables its money lands in, so that an INSERT whose (random) id falls in one of those gaps
  * waits, as on a stalled disk, while reads and every other insert go on. After longer than the sweeper needs to
  * write an operation off, it rolls back and the held inserts land, late: the simulator's own protocol must then
- * refuse them (Charge-Not-After, checked in the inserting transaction), and through Stripe's, which has no such
- * parameter, the ledger must heal a late charge (ledger/healLateCharge.ts). Narrow on purpose: a stall of whole
+ * refuse them (Charge-Not-After, checked in the inserting transaction); through Stripe's, which has no such
+ * parameter, no write-off may come before they land (the run's window covers the longest stall, as an operator's
+ * must cover how long a request can be held up on its way to Stripe). Narrow on purpose: a stall of whole
  * tables held every simulator connection and its pool of 20 ran out, which failed the run for reasons that had
  * nothing to do with money.
  */
@@ -13,17 +14,20 @@ import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 
 /**
- * Where each protocol's money lands: the table, and the prefix of the simulator's random ids in it. Through
- * Stripe's, refunds are left alone: Stripe cannot be told not to carry a refund out late and a refund cannot be
- * taken back, so one held past its write-off lands after "no refund was made" (recorded by the reconciliation,
- * the stored answer still untrue: the open risk in docs/stripe.md).
+ * Where each protocol's money lands: the table, and the prefix of the simulator's random ids in it. Charges and
+ * refunds alike: through the simulator's protocol a stalled one lands after its deadline and is refused; through
+ * Stripe's it lands within STRIPE_SEARCH_CONSISTENCY_MS (the run's is longer than any stall), before which
+ * nothing is written off (operations/finality.ts).
  */
 const MONEY_TABLES = {
   sim: [
     { table: "sim_charges", idPrefix: "gw_" },
     { table: "sim_refunds", idPrefix: "gwre_" },
   ],
-  stripe: [{ table: "sim_payment_intents", idPrefix: "pi_" }],
+  stripe: [
+    { table: "sim_payment_intents", idPrefix: "pi_" },
+    { table: "sim_refunds", idPrefix: "re_" },
+  ],
 } as const;
 
 /** About this share of a table's new inserts waits during a stall. */

@@ -9,7 +9,9 @@ import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/ga
 import { keyToBytes, decodeRecord } from "~/server/idempotency/reading";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
-import { contradictedAnswers, type NoMoneyAnswer, unrefunded } from "./noMoneyAnswers";
+import { env } from "~/env";
+import { answeredLate, type Outage } from "./finalInTime";
+import { contradictedAnswers, type NoMoneyAnswer } from "./noMoneyAnswers";
 import type { RequiredWindow } from "./requiredWindows";
 import type { ChargeObservation, Observation, RefundObservation } from "./run";
 import { allGatewayRefunds, verifyRefunds } from "./verifyRefunds";
@@ -45,7 +47,21 @@ async function noMoneyAnswers(since: Date): Promise<NoMoneyAnswer[]> {
   });
 }
 
-export async function verifyRun(observations: Observation[], since: Date, requiredWindows: RequiredWindow[]) {
+/** Every complete record of the run: when it was first attempted and when its answer was stored. */
+async function finishedRecords(since: Date) {
+  const rows = await db.idempotentRequest.findMany({
+    where: { state: "complete", createdAt: { gte: since } },
+    select: { id: true, route: true, createdAt: true, updatedAt: true },
+  });
+  return rows.map((r) => ({ id: r.id, route: r.route, createdAt: r.createdAt, completedAt: r.updatedAt }));
+}
+
+export async function verifyRun(
+  observations: Observation[],
+  since: Date,
+  requiredWindows: RequiredWindow[],
+  outages: Outage[],
+) {
   const until = new Date();
   const violations: string[] = [];
   const report = await checkLedgerInvariants({ since, until });
@@ -55,9 +71,18 @@ export async function verifyRun(observations: Observation[], since: Date, requir
   const gatewayRefunds = await allGatewayRefunds(since, until);
   const byId = new Map(gatewayCharges.map((c) => [c.id, c]));
 
-  // After healing (the reconciliation above), every stored "no money moved" is true at the gateway.
+  // Every stored "no money moved" is true at the gateway: nothing was made under it, before or after the answer.
   const stored = await noMoneyAnswers(since);
   violations.push(...contradictedAnswers(stored, gatewayCharges, gatewayRefunds));
+
+  // Every operation's answer was final within its bound, whatever its client did.
+  const bound = {
+    reapAfterMs: env.REAP_AFTER_MS,
+    gatewayTimeoutMs: env.GATEWAY_TIMEOUT_MS,
+    lateLandingMs: gateway.lateLandingMs,
+  };
+  const finished = await finishedRecords(since);
+  violations.push(...answeredLate(finished, bound, outages));
 
   // At most one gateway charge per operation (a client's key; a keyless request is its own record).
   const perOperation = new Map<string, number>();
@@ -121,10 +146,10 @@ export async function verifyRun(observations: Observation[], since: Date, requir
         violations.push(`${what}: refused, but the app recorded a charge for it`);
     }
     if (o.status === 500 && o.code === "request_abandoned") {
-      // A late charge is given back in full by the ledger's healing; one that is not is money taken.
-      const kept = unrefunded(chargesOf(o), gatewayRefunds);
-      if (kept.length > 0)
-        violations.push(`${what}: answered request_abandoned, but the gateway kept ${kept.map((k) => k.charge.id)}`);
+      // "No charge was made" only when none could still be made: no charge at all, given back or not.
+      const made = chargesOf(o).filter((c) => c.status === "succeeded");
+      if (made.length > 0)
+        violations.push(`${what}: answered request_abandoned, but the gateway charged ${made.map((c) => c.id)}`);
       const row = o.key
         ? await db.idempotentRequest.findUnique({
             where: { idempotencyKey_route: { idempotencyKey: keyToBytes(o.key), route: "POST /api/charges" } },
@@ -147,6 +172,7 @@ export async function verifyRun(observations: Observation[], since: Date, requir
   return {
     violations,
     report,
+    finished: finished.length,
     gatewayCharges: gatewayCharges.length,
     gatewayRefunds: gatewayRefunds.length,
     insideWindows,

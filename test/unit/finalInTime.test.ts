@@ -1,0 +1,27 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { answeredLate, SLACK_MS } from "../../scripts/lib/faults/finalInTime";
+
+const bound = { reapAfterMs: 4_000, gatewayTimeoutMs: 1_500, lateLandingMs: 0 };
+const limit = 4_000 + 1_500 + SLACK_MS;
+const at = (ms: number) => new Date(1_000_000 + ms);
+const record = (id: number, tookMs: number) => ({
+  id: BigInt(id),
+  route: "POST /api/charges",
+  createdAt: at(0),
+  completedAt: at(tookMs),
+});
+
+test("an operation answered within REAP + the gateway timeout + the landing time + 10 s passes; later fails", () => {
+  assert.deepEqual(answeredLate([record(1, limit)], bound, []), []);
+  assert.equal(answeredLate([record(2, limit + 1)], bound, []).length, 1);
+  assert.deepEqual(answeredLate([record(3, limit + 20_000)], { ...bound, lateLandingMs: 20_000 }, []), []);
+});
+
+test("the database's outages during the operation are added to its bound, only as far as they overlap it", () => {
+  const outage = { from: at(2_000).getTime(), to: at(9_000).getTime() };
+  assert.deepEqual(answeredLate([record(1, limit + 7_000)], bound, [outage]), []);
+  assert.equal(answeredLate([record(2, limit + 7_001)], bound, [outage]).length, 1);
+  const before = { from: at(-9_000).getTime(), to: at(-1).getTime() };
+  assert.equal(answeredLate([record(3, limit + 1)], bound, [before]).length, 1, "an outage before it is no excuse");
+});
