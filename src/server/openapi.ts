@@ -61,6 +61,11 @@ Idempotent payments. A retry of a request never charges twice, because each logi
 - **Settling without resending.** A \`GET\` on the operation's route with its key
   (\`GET /api/charges?idempotency_key=K\`, \`GET /api/refunds?idempotency_key=K\`) answers what a replay would
   (complete), 409 with \`age_seconds\` (in flight) or 404 (unknown, expired, or another client's key).
+- **Finality.** Every operation ends with a true, final answer in bounded time, whatever the client does. "No
+  charge (refund) was made" (500 \`request_abandoned\`, \`retryable: false\`, replayed) is said only once nothing can
+  still be made: an operation whose gateway never answers is final within \`REAP_AFTER_MS\` + \`GATEWAY_TIMEOUT_MS\` +
+  10 s of its first attempt (about 1 min 20 s by default; through Stripe, which cannot be told a deadline,
+  \`REAP_AFTER_MS\` + \`STRIPE_SEARCH_CONSISTENCY_MS\`, about 1 h). Neither retries nor lookups postpone it.
 - **Expiry.** Keys and their stored answers are kept 24 hours; after that a request with the same key is a new
   operation. Answers under a key (stored ones, and 409 in flight) say when, in \`Idempotency-Key-Expires\`.
 - **Errors** carry \`retryable\` (true: send the same key and body again after \`Retry-After\`; false: resending
