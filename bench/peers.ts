@@ -6,7 +6,7 @@
  *   node-idempotency + Redis    @node-idempotency/core with its Redis storage (BENCHMARK_PEER)
  *   node-idempotency + memory   the same with its in-memory storage
  *   no layer                    BENCHMARK_SKIP_IDEMPOTENCY=1: a retry is a new charge
- * How the peer is put in front of the route: src/server/charges/benchmarkPeers.ts.
+ * How the peer is put in front of the route: src/server/benchmark/peers.ts.
  *
  * 1. Speed: fresh keys and replays of finished keys, every stack, interleaved
  *    in slices (bench/lib.ts `interleaved`), with the app's CPU per request.
@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import * as mariadb from "mariadb";
 import { ChargesClient } from "~/client";
 import { chargesOfCustomersLike } from "~/gateway-sim/inspect";
-import { DIE_AFTER_GATEWAY_PREFIX } from "~/server/gateway/benchmarkDeath";
+import { DIE_AFTER_GATEWAY_PREFIX } from "~/server/benchmark/dieAfterGateway";
 import { slotPort } from "../scripts/lib/config";
 import { connectionOptions } from "../scripts/lib/mariadbServer";
 import { startApp, stopChild, type Service } from "../scripts/lib/processes";

@@ -162,7 +162,7 @@ const schema = z
       .transform((v) => (v === "0" ? false : v === "1" ? ("off" as const) : ("floor" as const))),
     /**
      * Benchmarks only (bench/peers.ts): POST /api/charges behind another idempotency layer instead of this
-     * project's: @node-idempotency/core with its Redis or in-memory storage (src/server/charges/benchmarkPeers.ts).
+     * project's: @node-idempotency/core with its Redis or in-memory storage (src/server/benchmark/peers.ts).
      */
     BENCHMARK_PEER: z.enum(["node-idempotency-redis", "node-idempotency-memory"]).optional(),
     /** BENCHMARK_PEER=node-idempotency-redis: where its Redis is. */

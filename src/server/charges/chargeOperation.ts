@@ -1,7 +1,6 @@
 import type { MoneyOperation } from "~/server/operations/moneyOperation";
 import { chargeOnGateway, settleFromGateway } from "./gatewayWork";
 import { createChargeSchema, fieldsToShow, type CreateChargeInput } from "./schema";
-import { chargeWithoutIdempotency } from "./withoutIdempotency";
 
 /** The route name stored with every charge's record; part of the unique (key, route). */
 export const CHARGES_ROUTE = "POST /api/charges";
@@ -14,5 +13,4 @@ export const chargeOperation: MoneyOperation<CreateChargeInput> = {
   work: chargeOnGateway,
   settle: settleFromGateway,
   unknownOutcome: "charge_outcome_unknown",
-  withoutIdempotency: chargeWithoutIdempotency,
 };

@@ -1,5 +1,5 @@
 import { env } from "~/env";
-import { dyingAfterCharges } from "./benchmarkDeath";
+import { dyingAfterCharges } from "~/server/benchmark/dieAfterGateway";
 import { HttpPaymentGateway } from "./httpGateway";
 import { StripePaymentGateway } from "./stripeGateway";
 import type { PaymentGateway } from "./types";

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { ApiErrorCode, ErrorDetails } from "~/server/http/apiError";
 import type { Statement } from "~/server/db";
-import type { HeldClaim, StoredResponse, WorkResult } from "~/server/idempotency";
+import type { HeldClaim, WorkResult } from "~/server/idempotency";
 
 /** A refusal decided before any key is claimed: nothing is stored, and the key stays usable. */
 export type Refusal = { code: ApiErrorCode; message?: string; details?: ErrorDetails };
@@ -45,6 +45,4 @@ export type MoneyOperation<Input> = {
   settle: (held: HeldClaim) => Promise<WorkResult>;
   /** A keyless request whose outcome is unknown is answered this, with its record as the handle. */
   unknownOutcome: ApiErrorCode;
-  /** BENCHMARKS ONLY (bench/overhead.ts): the same work with no layer at all. */
-  withoutIdempotency?: (apiClientId: number, input: Input) => Promise<StoredResponse>;
 };

@@ -1,4 +1,3 @@
-import { env } from "~/env";
 import { addLogContext } from "~/server/observability/context";
 import {
   findOperation,
@@ -93,11 +92,6 @@ async function claimAndWork<Input>(
   idempotencyKey: string | null,
   admission?: Admission,
 ): Promise<OperationOutcome> {
-  if (env.BENCHMARK_SKIP_IDEMPOTENCY && operation.withoutIdempotency) {
-    const response = await operation.withoutIdempotency(args.apiClientId, input);
-    return { kind: "response", response, replayed: false };
-  }
-
   // A keyless request gets a record too (under no key, so nothing ever replays
   // it): a crash or an unknown gateway outcome then leaves something for the
   // sweeper and the ledger to finish, instead of money the app never knew of.

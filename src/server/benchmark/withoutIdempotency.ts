@@ -3,9 +3,14 @@ import { env } from "~/env";
 import { atomically, execute, type Statement } from "~/server/db";
 import { gateway } from "~/server/gateway";
 import type { StoredResponse } from "~/server/idempotency";
-import { chargeFromGateway, insertCharge } from "./chargeRows";
-import { responseForCharge } from "./responses";
-import type { CreateChargeInput } from "./schema";
+import { authenticateApiClient } from "~/server/auth/apiClients";
+import { chargeFromGateway, insertCharge } from "~/server/charges/chargeRows";
+import { responseForCharge } from "~/server/charges/responses";
+import { createChargeSchema, type CreateChargeInput } from "~/server/charges/schema";
+import { errorResponse, jsonResponse } from "~/server/http/apiError";
+import { handleApi } from "~/server/http/handleApi";
+import { readJsonBody } from "~/server/http/readJsonBody";
+import { fieldErrors } from "~/server/operations/fieldErrors";
 
 /**
  * BENCHMARKS ONLY (BENCHMARK_SKIP_IDEMPOTENCY, refused outside a benchmark's
@@ -65,3 +70,23 @@ const completeFloor = (key: string, status: number): Statement => ({
   sql: "UPDATE bench_claim_floor SET response_status = ? WHERE claim_key = ? AND response_status IS NULL",
   values: [status, key],
 });
+
+/** The route's work with no layer of its own: validation, the gateway charge, the charge row. */
+export async function chargeWithoutLayer(apiClientId: number, body: unknown): Promise<StoredResponse> {
+  const parsed = createChargeSchema.safeParse(body);
+  if (!parsed.success) {
+    const invalid = errorResponse("invalid_request", { details: { fields: fieldErrors(parsed.error) } });
+    return { status: invalid.status, body: await invalid.text() };
+  }
+  return chargeWithoutIdempotency(apiClientId, parsed.data);
+}
+
+/** POST /api/charges with BENCHMARK_SKIP_IDEMPOTENCY: authenticated and parsed as the route does, then no layer. */
+export function postWithoutLayer(request: Request): Promise<Response> {
+  return handleApi(request, async () => {
+    const client = await authenticateApiClient(request.headers.get("authorization"));
+    if (!client) return errorResponse("unauthorized");
+    const sent = await chargeWithoutLayer(client.id, await readJsonBody(request, env.MAX_BODY_BYTES));
+    return jsonResponse(sent.status, sent.body);
+  });
+}

@@ -1,4 +1,4 @@
-import type { PaymentGateway } from "./types";
+import type { PaymentGateway } from "~/server/gateway/types";
 
 /** The customer ids whose charge answer kills the process (bench/peers.ts sends them in its death round only). */
 export const DIE_AFTER_GATEWAY_PREFIX = "cus_die_";

@@ -25,9 +25,7 @@ import { handleApi } from "~/server/http/handleApi";
 import { REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { log } from "~/server/observability/log";
-import { fieldErrors } from "~/server/operations/fieldErrors";
-import { createChargeSchema } from "./schema";
-import { chargeWithoutIdempotency } from "./withoutIdempotency";
+import { chargeWithoutLayer } from "./withoutIdempotency";
 
 type Peer = NonNullable<typeof env.BENCHMARK_PEER>;
 
@@ -58,16 +56,6 @@ async function peerErrorResponse(error: unknown): Promise<Response> {
     default:
       return errorResponse("invalid_idempotency_key", { message: error.message });
   }
-}
-
-/** The route's work with no layer of its own: validation, the gateway charge, the charge row. */
-async function charge(apiClientId: number, body: unknown): Promise<{ status: number; body: string }> {
-  const parsed = createChargeSchema.safeParse(body);
-  if (!parsed.success) {
-    const invalid = errorResponse("invalid_request", { details: { fields: fieldErrors(parsed.error) } });
-    return { status: invalid.status, body: await invalid.text() };
-  }
-  return chargeWithoutIdempotency(apiClientId, parsed.data);
 }
 
 /** A stored answer, as the plugin replays it. */
@@ -102,7 +90,7 @@ export async function chargeBehindPeer(request: Request, peer: Peer): Promise<Re
     // The plugin stores whatever is sent, an error page included: handleApi makes every failure an answer here.
     let sent: { status: number; body: string } | undefined;
     const response = await handleApi(request, async () => {
-      sent = await charge(client.id, body);
+      sent = await chargeWithoutLayer(client.id, body);
       return jsonResponse(sent.status, sent.body);
     });
     const payload: unknown = JSON.parse(sent?.body ?? (await response.clone().text()));
