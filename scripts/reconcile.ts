@@ -54,6 +54,6 @@ console.log(
 );
 for (const f of result.findings) console.log(`  ${f.kind} ${f.subject}: ${JSON.stringify(f.evidence)}`);
 // The repairs' key events (taken over, completed as reconciled) are buffered; write them before exiting.
-await (await import("~/server/idempotency/reading")).flushEvents();
+await (await import("~/server/idempotency/maintenance")).flushEvents();
 await disconnectDatabase();
 process.exit(result.findings.length > 0 ? 1 : 0);

@@ -14,7 +14,7 @@ import { env } from "~/env";
 import type { SessionUser } from "~/server/auth/session";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { requestHash, runIdempotent } from "~/server/idempotency";
-import { flushEvents } from "~/server/idempotency/reading";
+import { flushEvents } from "~/server/idempotency/maintenance";
 import { runSweep } from "~/server/sweep/runSweep";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";

@@ -142,3 +142,82 @@ test("the folders of src/server import each other without a cycle, and src/ impo
     assert.deepEqual(upward, [], `${low} imports server code`);
   }
 });
+
+/** The file a `~/` or relative import names (an index.ts for a folder), or undefined outside src/. */
+function resolveImport(from: string, spec: string): string | undefined {
+  const base = spec.startsWith("~/")
+    ? `src/${spec.slice(2)}`
+    : spec.startsWith(".")
+      ? path.posix.normalize(path.posix.join(path.posix.dirname(from), spec))
+      : undefined;
+  if (!base) return undefined;
+  for (const candidate of [`${base}.ts`, `${base}.tsx`, `${base}/index.ts`]) {
+    try {
+      if (statSync(path.join(root, candidate)).isFile()) return candidate;
+    } catch {}
+  }
+  return undefined;
+}
+
+test("the files of src/server import each other without a cycle (not only its folders)", () => {
+  const files = filesUnder("src/server");
+  const graph = new Map(
+    files.map((file) => [
+      file,
+      importsOf(read(file))
+        .map((spec) => resolveImport(file, spec))
+        .filter((to): to is string => !!to?.startsWith("src/server/") && to !== file),
+    ]),
+  );
+  const done = new Set<string>();
+  const visit = (file: string, trail: string[]) => {
+    assert.ok(!trail.includes(file), `import cycle: ${[...trail.slice(trail.indexOf(file)), file].join(" -> ")}`);
+    if (done.has(file)) return;
+    for (const next of graph.get(file) ?? []) visit(next, [...trail, file]);
+    done.add(file);
+  };
+  for (const file of files) visit(file, []);
+});
+
+const importsFrom = (dir: string, target: RegExp) =>
+  filesUnder(dir).flatMap((file) =>
+    importsOf(read(file))
+      .filter((spec) => target.test(spec))
+      .map((spec) => `${file} imports ${spec}`),
+  );
+
+test("benchmark code stays in src/server/benchmark: the money path reads no benchmark switch", () => {
+  const moneyPath = ["operations", "idempotency", "charges", "refunds", "gateway", "sweep", "ledger"].map(
+    (d) => `src/server/${d}`,
+  );
+  const reading = [...moneyPath, "src/app/api/charges", "src/app/api/refunds"]
+    .flatMap(filesUnder)
+    .filter((file) => /\bBENCHMARK_\w+/.test(read(file)));
+  assert.deepEqual(reading, [], "a BENCHMARK_ switch read on the money path");
+  const importing = moneyPath.flatMap((dir) => importsFrom(dir, /server\/benchmark\//));
+  assert.deepEqual(importing, [], "the money path imports benchmark code");
+  assert.doesNotMatch(read("src/server/operations/moneyOperation.ts"), /withoutIdempotency|benchmark/i);
+});
+
+test("every finished operation's writes have one path; the ledger and the rollout keep out of the protocol", () => {
+  // The keyless count is added in operations/completion.ts (and the refused one in operations/keyless.ts) only.
+  const counting = ["src/server", "src/app", "src/worker"]
+    .flatMap(filesUnder)
+    .filter((file) => /\bkeylessCountStatement\(/.test(read(file)));
+  assert.deepEqual(counting.sort(), [
+    "src/server/operations/completion.ts",
+    "src/server/operations/keyless.ts",
+    "src/server/rollout/counters.ts",
+  ]);
+  const ledger = importsFrom("src/server/ledger", /server\/operations\//);
+  assert.deepEqual(ledger, [], "the ledger completes through moneyRoutes");
+  assert.deepEqual(importsFrom("src/server/rollout", /server\/idempotency/), [], "the rollout knows no protocol");
+});
+
+test("narrow doors: the read side of records writes nothing; the key's header parser is HTTP's", () => {
+  const reading = read("src/server/idempotency/reading.ts");
+  assert.doesNotMatch(reading, /\b(prune\w*|flush\w*|correct\w*|expire|complete|take|release)\b[^\n]*from/i);
+  for (const spec of importsOf(reading)) assert.doesNotMatch(spec, /records$|events$/, `reading.ts re-exports ${spec}`);
+  assert.ok(filesUnder("src/server/http").includes("src/server/http/idempotencyKeyHeader.ts"));
+  assert.doesNotMatch(read("src/server/idempotency/events.ts"), /export async function (eventsOf|eventCounts)/);
+});

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { serializeKey } from "~/server/http/idempotencyProtocol";
-import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { parseIdempotencyKeyHeader } from "~/server/http/idempotencyKeyHeader";
 
 const key = (value: string | null) => {
   const parsed = parseIdempotencyKeyHeader(value);

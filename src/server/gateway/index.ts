@@ -1,5 +1,4 @@
 import { env } from "~/env";
-import { dyingAfterCharges } from "~/server/benchmark/dieAfterGateway";
 import { HttpPaymentGateway } from "./httpGateway";
 import { StripePaymentGateway } from "./stripeGateway";
 import type { PaymentGateway } from "./types";
@@ -18,8 +17,6 @@ function configuredGateway(): PaymentGateway {
   }
 }
 
-export const gateway: PaymentGateway = env.BENCHMARK_DIE_AFTER_GATEWAY
-  ? dyingAfterCharges(configuredGateway())
-  : configuredGateway();
+export const gateway: PaymentGateway = configuredGateway();
 export * from "./types";
 export { deriveGatewayKey, metadataFor } from "./deriveGatewayKey";

@@ -1,12 +1,10 @@
 /**
  * The read side of the idempotency records, for the dashboard's read model (src/server/requests), the ledger and
  * the sweeper: the decoder of a record's phase and the columns that make each phase (the lifecycle's), a record by
- * id, what is in progress, the events of a key's timeline, and pruning. Nothing here takes part in the protocol
- * (./index.ts).
+ * id, and what is in progress. Nothing here writes, nor takes part in the protocol (./index.ts); the writes
+ * outside the protocol's flow are ./maintenance.ts.
  */
 export { countInProgress, findById as findRecord, recordsInProgress } from "./queries";
-export { pruneBatch as pruneExpiredBatch } from "./records";
-export { eventCounts, eventsOf, flushEvents, pruneEvents, type EventKind, type TimelineEvent } from "./events";
 export {
   decodeRecord,
   ImpossibleRecordError,

@@ -13,27 +13,20 @@
  */
 import { hostname } from "node:os";
 import { env } from "~/env";
-import type { Charge, LedgerMismatchKind, Refund } from "~/generated/prisma/client";
-import { chargeCompletion, chargeFromGateway } from "~/server/charges/chargeRows";
+import type { Charge, Refund } from "~/generated/prisma/client";
+import { chargeFromGateway } from "~/server/charges/chargeRows";
 import { db, isDuplicateKeyError } from "~/server/db";
 import { gateway, type ListedGatewayCharge } from "~/server/gateway";
 import { finishUnfinished, type IdempotencyRecord } from "~/server/idempotency";
-import { withCompletionWrites } from "~/server/operations/completion";
+import { settleRecord } from "~/server/moneyRoutes";
 import { log } from "~/server/observability/log";
+import type { Finding } from "./finding";
 import { checkGatewayIdentity } from "./gatewayIdentity";
 import { healLateCharge } from "./healLateCharge";
 import { ownerOf } from "./owner";
 import { reconcileRefunds } from "./reconcileRefunds";
 
-export type Finding = {
-  kind: LedgerMismatchKind;
-  /** What the finding is about, unique per kind: a later run finds the same row again. */
-  subject: string;
-  gatewayChargeId?: string;
-  chargeId?: string;
-  requestId?: bigint;
-  evidence: Record<string, unknown>;
-};
+export type { Finding };
 
 export type ReconciliationResult = {
   runId: number;
@@ -167,11 +160,8 @@ async function settleOrphan(
     }
     case "released":
     case "lease_expired": {
-      // Nobody is finishing it, and the gateway says what happened: finish it with that.
-      const key = charge.idempotencyKey;
-      const result = await finishUnfinished(record, async (held) =>
-        withCompletionWrites(held.record, chargeCompletion(held.record, charge, key, "reconciled")),
-      );
+      // Nobody is finishing it: finish it as the sweeper would, which asks the gateway and finds this charge.
+      const result = await finishUnfinished(record, settleRecord);
       return result.kind === "finished" ? "repaired" : "in_flight";
     }
   }

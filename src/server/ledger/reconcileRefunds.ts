@@ -13,7 +13,7 @@ import { finishUnfinished } from "~/server/idempotency";
 import { settleRecord } from "~/server/moneyRoutes";
 import { ownerOf } from "./owner";
 import { recordLateRefund } from "./recordLateRefund";
-import type { Finding } from "./reconcile";
+import type { Finding } from "./finding";
 
 export type RefundReconciliation = {
   gatewayRefunds: number;

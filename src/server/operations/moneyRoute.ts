@@ -7,7 +7,7 @@ import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { withApiClient } from "~/server/auth/withApiClient";
 import { noteAnswered, type OperationState } from "~/server/idempotency";
-import { parseIdempotencyKey, parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { parseIdempotencyKey, parseIdempotencyKeyHeader } from "~/server/http/idempotencyKeyHeader";
 import { currentLogContext } from "~/server/observability/context";
 import { metrics } from "~/server/observability/metrics";
 import type { MoneyOperation } from "./moneyOperation";

@@ -8,11 +8,12 @@ import {
   type HeldClaim,
   type OperationState,
 } from "~/server/idempotency";
-import { parseIdempotencyKeyHeader } from "~/server/idempotency/idempotencyKeyHeader";
+import { parseIdempotencyKeyHeader } from "~/server/http/idempotencyKeyHeader";
 import { countKeyedOperation, countKeyedRequest, countKeylessRequest } from "~/server/rollout/counters";
-import { keylessAdmission, modeForKeylessRequest } from "~/server/rollout/mode";
+import { modeForKeylessRequest } from "~/server/rollout/mode";
 import { withCompletionWrites } from "./completion";
 import { settleOperation } from "./finality";
+import { keylessAdmission } from "./keyless";
 import type { MoneyOperation } from "./moneyOperation";
 import { errorOutcome, type OperationOutcome } from "./outcome";
 import { fieldErrors } from "./fieldErrors";
@@ -35,7 +36,7 @@ export type SubmitArgs = {
  * Every request is counted for the rollout, per route, exactly once: a keyed one in memory, as an attempt, and as
  * an operation too when its key makes a new record (the claim's onNewRecord); a keyless one that claims, with
  * its record, by the transaction that completes it (completion.ts) or, refused, by the one that withdraws its
- * claim (rollout/mode.ts, keylessAdmission); a keyless one answered before any claim here, before it is answered.
+ * claim (keyless.ts, keylessAdmission); a keyless one answered before any claim here, before it is answered.
  */
 export async function submitOperation<Input>(
   operation: MoneyOperation<Input>,

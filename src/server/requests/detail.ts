@@ -8,17 +8,11 @@
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
-import {
-  decodeRecord,
-  eventCounts,
-  eventsOf,
-  keyToBytes,
-  type EventKind,
-  type TimelineEvent,
-} from "~/server/idempotency/reading";
+import { decodeRecord, keyToBytes } from "~/server/idempotency/reading";
 import { openMismatchesOf } from "~/server/ledger/mismatches";
 import { diffFields, parseFields } from "./fieldDiff";
 import { summarise } from "./log";
+import { eventCounts, eventsOf, type EventKind, type TimelineEvent } from "./timeline";
 
 export type TimelineEntry = Omit<TimelineEvent, "apiClientId"> & {
   /** The client whose request it was, when it is not the record's (a cross-client reuse attempt). */

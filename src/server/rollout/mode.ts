@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { recordAudit, type AuditContext } from "~/server/audit/audit";
 import { db, queryRows, type Statement } from "~/server/db";
-import type { Admission } from "~/server/idempotency";
-import { keylessCountStatement } from "./counters";
 import { DomainError } from "~/server/domainError";
 
 /**
@@ -30,7 +28,7 @@ export async function getIdempotencyMode(): Promise<IdempotencyMode> {
 /**
  * The mode a keyless charge of `apiClientId` is under: `required` when the global mode says so or that client's
  * header is required (per-client enforcement). One read through the driver (Prisma's costs more CPU than the
- * query). A keyless request that goes on to claim learns it from its claim instead (keylessAdmission); this is
+ * query). A keyless request that goes on to claim learns it from its claim instead (operations/keyless.ts); this is
  * for the ones answered before any claim (an invalid body, a client gone).
  */
 export async function modeForKeylessRequest(apiClientId: number): Promise<IdempotencyMode> {
@@ -38,20 +36,11 @@ export async function modeForKeylessRequest(apiClientId: number): Promise<Idempo
 }
 
 /**
- * The rollout's condition on a keyless claim (runIdempotent's Admission): the mode, read in the same socket
- * write as the claim's INSERT, so that an admitted keyless request costs no more round trips than a keyed one.
- * Refused, its claim is withdrawn and the request counted as refused, in one transaction.
+ * The read of the mode a keyless charge of `apiClientId` is under (modeOfRows decodes it). A plain, non-locking read:
+ * never in a claim's statement (an INSERT ... SELECT would lock the settings row), but sent beside one
+ * (operations/keyless.ts).
  */
-export function keylessAdmission(apiClientId: number, route: string): Admission {
-  return {
-    read: keylessModeStatement(apiClientId),
-    admits: (rows) => modeOfRows(rows) === "optional",
-    refusalWrites: () => [keylessCountStatement(apiClientId, route, new Date(), { refused: true })],
-  };
-}
-
-/** A plain, non-locking read (never in the claim's statement: an INSERT ... SELECT would lock the settings row). */
-function keylessModeStatement(apiClientId: number): Statement {
+export function keylessModeStatement(apiClientId: number): Statement {
   return {
     sql: `SELECT (SELECT value FROM settings WHERE name = ?) AS global,
                  (SELECT key_required_since IS NOT NULL FROM api_clients WHERE id = ?) AS client_required`,
@@ -59,7 +48,7 @@ function keylessModeStatement(apiClientId: number): Statement {
   };
 }
 
-function modeOfRows(rows: unknown[]): IdempotencyMode {
+export function modeOfRows(rows: unknown[]): IdempotencyMode {
   const row = rows[0] as { global: string | null; client_required: number | bigint | null } | undefined;
   return row?.client_required ? "required" : parseMode(row?.global);
 }

@@ -1,6 +1,6 @@
 import { env } from "~/env";
 import { execute } from "~/server/db";
-import { pruneExpiredBatch } from "~/server/idempotency/reading";
+import { pruneExpiredBatch } from "~/server/idempotency/maintenance";
 
 /** Key-reuse attempts, sweep and reconciliation runs are dashboard history; kept longer than keys. */
 const HISTORY_RETENTION_DAYS = 30;

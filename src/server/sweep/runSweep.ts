@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { env } from "~/env";
 import { db } from "~/server/db";
 import { scanForDuplicates } from "~/server/customers/duplicates";
-import { flushEvents, pruneEvents } from "~/server/idempotency/reading";
+import { flushEvents, pruneEvents } from "~/server/idempotency/maintenance";
 import { reconcileIfDue } from "~/server/ledger/schedule";
 import { foldClosedHours } from "~/server/rollout/foldCounts";
 import { pruneExpired } from "./pruneExpired";
