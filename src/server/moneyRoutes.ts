@@ -6,10 +6,13 @@ import type { MoneyOperation } from "~/server/operations/moneyOperation";
 
 /**
  * Every money-moving POST, by the route stored with its records: the one list the sweeper, the ledger, the
- * request log and the rollout counts go by. A new money route is one line here.
+ * request log, the rollout counts and the API reference go by. A new money route is one line here.
  */
-/** What is known of a money route beyond its own requests: its name and how to settle its records. */
-type RegisteredOperation = Pick<MoneyOperation<unknown>, "route" | "settle">;
+/** What is known of a money route beyond its own requests: its name, how to settle its records, its money and docs. */
+type RegisteredOperation = Pick<
+  MoneyOperation<unknown>,
+  "route" | "settle" | "schema" | "unknownOutcome" | "moneyTable" | "doc"
+>;
 
 export const MONEY_OPERATIONS: readonly RegisteredOperation[] = [chargeOperation, refundOperation];
 

@@ -221,3 +221,16 @@ test("narrow doors: the read side of records writes nothing; the key's header pa
   assert.ok(filesUnder("src/server/http").includes("src/server/http/idempotencyKeyHeader.ts"));
   assert.doesNotMatch(read("src/server/idempotency/events.ts"), /export async function (eventsOf|eventCounts)/);
 });
+
+test("one list of money routes: the API reference and the ledger's invariants name none by hand", () => {
+  for (const file of ["src/server/openapi.ts", "src/server/ledger/invariants.ts"]) {
+    const source = read(file);
+    for (const spec of importsOf(source)) {
+      assert.doesNotMatch(spec, /(chargeOperation|refundOperation)$/, `${file} imports ${spec}: use MONEY_OPERATIONS`);
+    }
+    const byHand = /\b(CHARGES_ROUTE|REFUNDS_ROUTE)\b|"\/api\/(charges|refunds)"/;
+    assert.doesNotMatch(source, byHand, `${file} lists a route`);
+  }
+  // A route's refusal comes with the writes that can decline it (MoneyOperation's `declines`), never apart.
+  assert.doesNotMatch(read("src/server/operations/submitOperation.ts"), /\.refusal!|\batClaim\?\.\(/);
+});

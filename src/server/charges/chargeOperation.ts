@@ -13,4 +13,12 @@ export const chargeOperation: MoneyOperation<CreateChargeInput> = {
   work: chargeOnGateway,
   settle: settleFromGateway,
   unknownOutcome: "charge_outcome_unknown",
+  moneyTable: "charges",
+  doc: {
+    object: "Charge",
+    summary: "Create a charge",
+    description: "Charges a card once per Idempotency-Key, however often the request is retried.",
+    created: "Charged.",
+    errors: ["card_declined", "charge_outcome_unknown"],
+  },
 };

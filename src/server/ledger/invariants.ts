@@ -8,10 +8,9 @@
  * 5. nothing is left in progress, on any route.
  * 1, 2 and 4 are what the reconciliation finds; 3 and 5 are read from the tables.
  */
-import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { recordsInProgress } from "~/server/idempotency/reading";
+import { MONEY_OPERATIONS } from "~/server/moneyRoutes";
 import { answersWithoutTheirRow } from "./answersWithoutTheirRow";
-import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { describeCounts, reconcileLedger, type Finding, type UnlistedAppCharges } from "./reconcile";
 
 export type InvariantReport = {
@@ -37,10 +36,10 @@ export async function checkLedgerInvariants({
   until?: Date;
 }): Promise<InvariantReport> {
   const reconciliation = await reconcileLedger({ since, until });
-  const answersWithoutCharge = [
-    ...(await answersWithoutTheirRow(CHARGES_ROUTE, "charges", since)),
-    ...(await answersWithoutTheirRow(REFUNDS_ROUTE, "refunds", since)),
-  ];
+  const answersWithoutCharge: bigint[] = [];
+  for (const { route, moneyTable } of MONEY_OPERATIONS) {
+    answersWithoutCharge.push(...(await answersWithoutTheirRow(route, moneyTable, since)));
+  }
   const inProgress = await recordsInProgress();
   const report = {
     findings: reconciliation.findings,

@@ -74,7 +74,7 @@ async function checkBeforeClaim<Input>(
   // A refusal is for a new operation only: a retry of one under way or done (whose own hold may be what left
   // nothing to refund) goes on to the protocol, which replays, answers 409 or 422, or takes it over. A keyed
   // request whose claim makes the operation's writes is refused by them instead, under their locks.
-  const claimDecides = idempotencyKey !== null && operation.atClaim !== undefined;
+  const claimDecides = idempotencyKey !== null && operation.declines !== undefined;
   const refusal = claimDecides ? null : await operation.precheck?.(args.apiClientId, parsed.data);
   if (refusal && !(idempotencyKey && (await operationExists(operation, args.apiClientId, idempotencyKey)))) {
     return { answer: errorOutcome(refusal.code, { message: refusal.message, details: refusal.details }) };
@@ -106,7 +106,7 @@ async function claimAndWork<Input>(
     fields: shown.fields,
     admission,
     onNewRecord: idempotencyKey === null ? undefined : () => countKeyedOperation(args.apiClientId, operation.route),
-    atClaim: idempotencyKey === null ? undefined : operation.atClaim?.(args.apiClientId, input),
+    atClaim: idempotencyKey === null ? undefined : operation.declines?.atClaim(args.apiClientId, input),
   };
   const work = (held: HeldClaim) => operation.work(held, input).then((r) => withCompletionWrites(held.record, r));
   const settle = (held: HeldClaim) => settleOperation(operation, held);
@@ -134,7 +134,8 @@ async function claimAndWork<Input>(
     case "declined": {
       // A keyless request declined by its work left no record to count it with.
       if (idempotencyKey === null) await countKeylessRequest(args.apiClientId, operation.route, { refused: false });
-      const refusal = await operation.refusal!(args.apiClientId, input, outcome.rows);
+      if (!operation.declines) throw new Error(`${operation.route}: declined, but it has no refusal to answer`);
+      const refusal = await operation.declines.refusal(args.apiClientId, input, outcome.rows);
       return errorOutcome(refusal.code, { message: refusal.message, details: refusal.details });
     }
     case "unknown_outcome":
