@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { env } from "~/env";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { gateway } from "~/server/gateway";
 import {
   closeConnections,
   db,
@@ -43,8 +44,9 @@ describe("a keyed refund whose work waited on its charge's lock past its lease",
       await outside.query("BEGIN");
       await outside.query("SELECT id FROM charges WHERE id = ? FOR UPDATE", [charge]);
       const sent = postRefund({ apiKey, key, body });
-      await sleep(LEASE_MS + 1_000); // the claim (made alone) waits in its work's hold; its lease ends
-      await reapAbandoned({ olderThanMs: 0 }); // what the sweeper does once the record has been idle long enough
+      // The claim (made alone) waits in its work's hold; its lease ends, and nothing it sent can still land.
+      await sleep(LEASE_MS + gateway.lateLandingMs + 1_000);
+      await reapAbandoned({ olderThanMs: 0 }); // what the sweeper does once the record is due
       await outside.query("ROLLBACK");
       first = await sent;
     } finally {
