@@ -45,10 +45,10 @@ async function seed() {
   );
   await db.$executeRawUnsafe(
     `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
-        gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
+        gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at, requested_at)
      SELECT CONCAT('ch_x', LEFT(MD5(CONCAT(?, r.id)), 24)), r.api_client_id, r.customer_id, 1000, 'usd',
             IF(r.response_status = 201, 'succeeded', 'failed'), IF(r.response_status = 201, NULL, 'card_declined'),
-            CONCAT('gw_x', r.id), CONCAT('explain-', ?, '-', r.id), r.id, r.created_at
+            CONCAT('gw_x', r.id), CONCAT('explain-', ?, '-', r.id), r.id, r.created_at, r.created_at
        FROM idempotent_requests r WHERE r.api_client_id = ? AND r.response_status IN (201, 402)`,
     run,
     run,
