@@ -4,6 +4,8 @@ import { recordAudit, type AuditContext } from "~/server/audit/audit";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 import { submitOperation } from "~/server/operations/submitOperation";
+import { keepNote } from "./notes";
+import { guardPairRefund, release } from "./pairGuard";
 import { refundOperation } from "./refundOperation";
 
 export type DashboardRefund = {
@@ -13,8 +15,10 @@ export type DashboardRefund = {
   /** Omitted: all that is left. */
   amountCents?: number;
   reason: RefundReason;
-  /** Why, in the person's words: audited. */
+  /** Why, in the person's words: kept with the refund (support reads it on the charge and its case), audited. */
   note: string;
+  /** Refund this half of a double charge whose other half was refunded already (pairGuard.ts). */
+  bothHalves?: boolean;
 };
 
 /**
@@ -33,12 +37,20 @@ const WAIT_SECONDS = 10;
 
 /**
  * A refund from the dashboard: the same idempotent operation as POST /api/refunds, for the charge's own API
- * client, under the intention's key; audited with the person and their note when it moved money.
+ * client, under the intention's key, once its double charge's other half is known not to be refunded (or the
+ * override is given: pairGuard.ts). Its note is kept with it, and a later confirm of the same intention (a
+ * second tab) is told it was already done, its note kept too. Audited with the person and their note when it
+ * moved money.
  */
 export async function refundFromDashboard(refund: DashboardRefund, context: AuditContext) {
   const charge = await db.charge.findUnique({ where: { id: refund.chargeId }, select: { apiClientId: true } });
   if (!charge) throw new DomainError("not_found", `There is no charge ${refund.chargeId}.`);
   const key = intentionKey(refund);
+  const guard = await guardPairRefund(refund.chargeId, refund.bothHalves === true);
+  const refused = async (error: DomainError) => {
+    await release(refund.chargeId, guard.claimed);
+    return error;
+  };
   const outcome = await submitOperation(refundOperation, {
     apiClientId: charge.apiClientId,
     body: { charge: refund.chargeId, amount_cents: refund.amountCents, reason: refund.reason },
@@ -51,17 +63,27 @@ export async function refundFromDashboard(refund: DashboardRefund, context: Audi
   if (outcome.kind === "error") {
     const fields = (outcome.details?.fields ?? {}) as Record<string, string[]>;
     const why = [outcome.message ?? outcome.code, ...Object.entries(fields).map(([f, m]) => `${f} ${m.join(", ")}`)];
-    throw new DomainError(outcome.code === "not_found" ? "not_found" : "conflict", why.join(": "));
+    throw await refused(new DomainError(outcome.code === "not_found" ? "not_found" : "conflict", why.join(": ")));
   }
   const body = JSON.parse(outcome.response.body) as { id?: string; error?: { code: string; message: string } };
   if (outcome.response.status !== 201 || !body.id) {
-    throw new DomainError("conflict", body.error?.message ?? `The refund was answered ${outcome.response.status}.`);
+    const why = body.error?.message ?? `The refund was answered ${outcome.response.status}.`;
+    throw await refused(new DomainError("conflict", why));
   }
+  const bothHalves = guard.overridden.map((c) => ({ case: c.key, otherCharge: c.other?.id }));
+  const kind = outcome.replayed ? "again" : bothHalves.length > 0 ? "both_halves" : "refund";
+  await keepNote({ chargeId: refund.chargeId, refundId: body.id, kind, note: refund.note }, context);
   if (!outcome.replayed) {
     await recordAudit(context, {
       action: "refund.created",
       target: { type: "charge", id: refund.chargeId },
-      details: { refund: body.id, reason: refund.reason, note: refund.note, key },
+      details: {
+        refund: body.id,
+        reason: refund.reason,
+        note: refund.note,
+        key,
+        ...(bothHalves.length > 0 ? { override: "both halves of a double charge refunded", bothHalves } : {}),
+      },
     });
   }
   return { refundId: body.id, replayed: outcome.replayed };
