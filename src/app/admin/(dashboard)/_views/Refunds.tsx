@@ -72,13 +72,7 @@ export function ChargeRefunds({ chargeId }: { chargeId: string }) {
                 ))}
               </ul>
             )}
-            {charge.status === "succeeded" && left > 0 ? (
-              <RefundDialog chargeId={chargeId} />
-            ) : (
-              <p className="m-0 text-sm muted">
-                {charge.status === "succeeded" ? "Nothing is left to refund." : "A declined charge moved no money."}
-              </p>
-            )}
+            <RefundDialog chargeId={chargeId} />
           </section>
         );
       }}
@@ -151,8 +145,10 @@ function CaseSummary({ chargeId, c }: { chargeId: string; c: Case }) {
 export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: string; label?: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
+  // Read once first opened, and kept read: the outcome of a refund is said from it.
+  const [wanted, setWanted] = useState(false);
   const [open, setOpen] = useState(false);
-  const query = useQuery({ ...trpc.refunds.ofCharge.queryOptions({ chargeId }), enabled: open });
+  const query = useQuery({ ...trpc.refunds.ofCharge.queryOptions({ chargeId }), enabled: wanted });
   const [reason, setReason] = useState<Reason | "">("");
   const [amount, setAmount] = useState("");
   const [bothHalves, setBothHalves] = useState(false);
@@ -178,124 +174,133 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
   const overridden = data?.cases.filter(resolvedByOther) ?? [];
   const open_cases = data?.cases.filter((c) => !resolvedByOther(c)) ?? [];
   const done = create.data ? data?.refunds.find((r) => r.id === create.data.refundId) : undefined;
+  // Known to have nothing left (a declined charge moved no money): said instead of the button, the outcome kept.
+  const nothingLeft = charge ? charge.status !== "succeeded" || left <= 0 : false;
   return (
     <div className="space-y-2">
-      <ConfirmDialog
-        trigger={
-          <button type="button" className="btn" data-testid="refund-button">
-            {label}
-          </button>
-        }
-        onOpenChange={(next) => {
-          setOpen(next || open);
-          if (next) {
-            create.reset();
-            setReason("");
-            setBothHalves(false);
+      {nothingLeft && !open ? (
+        <p className="m-0 text-sm muted">
+          {charge?.status === "succeeded" ? "Nothing is left to refund." : "A declined charge moved no money."}
+        </p>
+      ) : (
+        <ConfirmDialog
+          trigger={
+            <button type="button" className="btn" data-testid="refund-button">
+              {label}
+            </button>
           }
-        }}
-        title={`Refund charge ${chargeId}`}
-        confirmLabel={`Refund ${money(partial ?? left)}`}
-        pending={create.isPending}
-        ready={charge !== undefined && charge !== null && reason !== "" && (overridden.length === 0 || bothHalves)}
-        reasonLabel={
-          overridden.length > 0
-            ? "Why refund both charges? (kept with the refund, for support)"
-            : "Note (kept with the refund, for support)"
-        }
-        error={amountProblem ?? (create.error ? userMessage(create.error) : null)}
-        onConfirm={(note) =>
-          amountProblem || !charge || reason === ""
-            ? Promise.reject(new Error(amountProblem ?? "not ready"))
-            : create.mutateAsync({
-                chargeId,
-                seenRefundedCents: charge.amountRefundedCents,
-                amountCents: partial,
-                reason,
-                note,
-                bothHalves: overridden.length > 0 ? true : undefined,
-              })
-        }
-      >
-        {!data || !charge ? (
-          <p className="m-0" role="status">
-            {query.error ? `Could not load the charge: ${userMessage(query.error)}` : "Loading the charge…"}
-          </p>
-        ) : (
-          <>
-            <p className="m-0">
-              This gives {money(partial ?? left)} of the {money(charge.amountCents)} charge <code>{chargeId}</code> back
-              to the customer&apos;s card, through the payment gateway. It cannot be undone.
-              {charge.amountRefundedCents > 0 && ` ${money(charge.amountRefundedCents)} was refunded already.`}
+          onOpenChange={(next) => {
+            setOpen(next);
+            if (next) {
+              setWanted(true);
+              create.reset();
+              setReason("");
+              setBothHalves(false);
+            }
+          }}
+          title={`Refund charge ${chargeId}`}
+          confirmLabel={`Refund ${money(partial ?? left)}`}
+          pending={create.isPending}
+          ready={charge !== undefined && charge !== null && reason !== "" && (overridden.length === 0 || bothHalves)}
+          reasonLabel={
+            overridden.length > 0
+              ? "Why refund both charges? (kept with the refund, for support)"
+              : "Note (kept with the refund, for support)"
+          }
+          error={amountProblem ?? (create.error ? userMessage(create.error) : null)}
+          onConfirm={(note) =>
+            amountProblem || !charge || reason === ""
+              ? Promise.reject(new Error(amountProblem ?? "not ready"))
+              : create.mutateAsync({
+                  chargeId,
+                  seenRefundedCents: charge.amountRefundedCents,
+                  amountCents: partial,
+                  reason,
+                  note,
+                  bothHalves: overridden.length > 0 ? true : undefined,
+                })
+          }
+        >
+          {!data || !charge ? (
+            <p className="m-0" role="status">
+              {query.error ? `Could not load the charge: ${userMessage(query.error)}` : "Loading the charge…"}
             </p>
-            {overridden.map((c) => (
-              <div
-                key={c.key}
-                role="alert"
-                className="rounded border border-red-400 bg-red-50 p-2"
-                data-testid="twin-refunded"
-              >
-                <p className="m-0 font-medium">The customer has had this double charge back already.</p>
-                <p className="m-0">
-                  {c.status.firstRefund ? (
-                    <RefundSentence
-                      refund={c.status.firstRefund}
-                      chargeId={c.status.firstRefund.chargeId}
-                      currency={charge.currency}
-                    />
-                  ) : (
-                    <>The other charge, {c.other?.id}, is being refunded.</>
-                  )}{" "}
-                  This charge is the other half of the same case ({c.evidence.label.toLowerCase()}).
-                </p>
-                <label className="mt-1 flex items-start gap-2">
-                  <input type="checkbox" checked={bothHalves} onChange={(e) => setBothHalves(e.target.checked)} />
-                  <span>Refund this charge too: the customer gets both charges back (recorded as an override).</span>
-                </label>
-              </div>
-            ))}
-            {open_cases.map((c) => (
-              <p key={c.key} className="m-0" data-testid="refund-evidence">
-                {c.evidence.label}: <code>{c.laterId === chargeId ? c.earlierId : c.laterId}</code> charged the same
-                customer the same amount, the requests {formatGap(c.gapMs)} apart. Refunding one of the two resolves the
-                case.
+          ) : (
+            <>
+              <p className="m-0">
+                This gives {money(partial ?? left)} of the {money(charge.amountCents)} charge <code>{chargeId}</code>{" "}
+                back to the customer&apos;s card, through the payment gateway. It cannot be undone.
+                {charge.amountRefundedCents > 0 && ` ${money(charge.amountRefundedCents)} was refunded already.`}
               </p>
-            ))}
-            <label className="field">
-              Amount ({charge.currency.toUpperCase()}; empty: all that is left, {money(left)})
-              <input
-                className="input"
-                inputMode="decimal"
-                value={amount}
-                onChange={(e) => setAmount(e.target.value)}
-                placeholder={(left / 100).toFixed(2)}
-                aria-describedby={`refund-amount-help-${chargeId}`}
-              />
-            </label>
-            <span id={`refund-amount-help-${chargeId}`} className="text-xs muted">
-              For a partial refund, enter less.
-            </span>
-            <label className="field">
-              Reason
-              <select
-                className="input"
-                value={reason}
-                required
-                onChange={(e) => setReason(e.target.value as Reason | "")}
-              >
-                <option value="" disabled>
-                  Choose why…
-                </option>
-                {REASONS.map(([value, text]) => (
-                  <option key={value} value={value}>
-                    {text}
+              {overridden.map((c) => (
+                <div
+                  key={c.key}
+                  role="alert"
+                  className="rounded border border-red-400 bg-red-50 p-2"
+                  data-testid="twin-refunded"
+                >
+                  <p className="m-0 font-medium">The customer has had this double charge back already.</p>
+                  <p className="m-0">
+                    {c.status.firstRefund ? (
+                      <RefundSentence
+                        refund={c.status.firstRefund}
+                        chargeId={c.status.firstRefund.chargeId}
+                        currency={charge.currency}
+                      />
+                    ) : (
+                      <>The other charge, {c.other?.id}, is being refunded.</>
+                    )}{" "}
+                    This charge is the other half of the same case ({c.evidence.label.toLowerCase()}).
+                  </p>
+                  <label className="mt-1 flex items-start gap-2">
+                    <input type="checkbox" checked={bothHalves} onChange={(e) => setBothHalves(e.target.checked)} />
+                    <span>Refund this charge too: the customer gets both charges back (recorded as an override).</span>
+                  </label>
+                </div>
+              ))}
+              {open_cases.map((c) => (
+                <p key={c.key} className="m-0" data-testid="refund-evidence">
+                  {c.evidence.label}: <code>{c.laterId === chargeId ? c.earlierId : c.laterId}</code> charged the same
+                  customer the same amount, the requests {formatGap(c.gapMs)} apart. Refunding one of the two resolves
+                  the case.
+                </p>
+              ))}
+              <label className="field">
+                Amount ({charge.currency.toUpperCase()}; empty: all that is left, {money(left)})
+                <input
+                  className="input"
+                  inputMode="decimal"
+                  value={amount}
+                  onChange={(e) => setAmount(e.target.value)}
+                  placeholder={(left / 100).toFixed(2)}
+                  aria-describedby={`refund-amount-help-${chargeId}`}
+                />
+              </label>
+              <span id={`refund-amount-help-${chargeId}`} className="text-xs muted">
+                For a partial refund, enter less.
+              </span>
+              <label className="field">
+                Reason
+                <select
+                  className="input"
+                  value={reason}
+                  required
+                  onChange={(e) => setReason(e.target.value as Reason | "")}
+                >
+                  <option value="" disabled>
+                    Choose why…
                   </option>
-                ))}
-              </select>
-            </label>
-          </>
-        )}
-      </ConfirmDialog>
+                  {REASONS.map(([value, text]) => (
+                    <option key={value} value={value}>
+                      {text}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            </>
+          )}
+        </ConfirmDialog>
+      )}
       {create.data && (
         <p role="status" className="m-0 text-sm" data-testid="refund-outcome">
           {create.data.replayed ? (
