@@ -74,7 +74,10 @@ export function ConfirmDialog({
             onSubmit={async (e) => {
               e.preventDefault();
               await onConfirm(reason.trim()).then(
-                () => setOpen(false),
+                () => {
+                  setOpen(false);
+                  onOpenChange?.(false);
+                },
                 () => {},
               );
             }}
