@@ -96,7 +96,7 @@ export function Ledger() {
               </>
             ) : (
               <p className="m-0 muted">
-                No reconciliation has run yet (the sweeper runs one every RECONCILE_INTERVAL_MS; `npm run reconcile`).
+                No reconciliation has run yet (the sweeper runs one regularly; engineers can run one at once).
               </p>
             )}
             <p className={`m-0 font-medium ${s.openMismatches === 0 ? "good" : "bad"}`} data-testid="open-mismatches">

@@ -194,13 +194,13 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
               {!s.evidence.enoughKeyed && (
                 <li>
                   Too little evidence: {keyed} in the last {s.windowHours} h, at least{" "}
-                  {s.evidence.minKeyed.toLocaleString("en")} operations are needed (SAFE_TO_ENFORCE_MIN_KEYED).
+                  {s.evidence.minKeyed.toLocaleString("en")} operations are needed.
                 </li>
               )}
               {!s.evidence.enoughHistory && (
                 <li>
                   Too short a history: counts go back {Math.floor(s.evidence.observedHours)} h, at least{" "}
-                  {s.evidence.minHoursObserved} h are needed (SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED).
+                  {s.evidence.minHoursObserved} h are needed.
                 </li>
               )}
               {s.safeAt && (
@@ -432,7 +432,8 @@ function ModeChanges() {
               {items.map((e) => (
                 <li key={e.id}>
                   <Time date={e.createdAt} />: {e.actor} switched{" "}
-                  {e.scope === "global" ? "the global mode" : `client #${e.targetId}`} {e.from} → {e.to}
+                  {e.scope === "global" ? "the global mode" : (e.clientName ?? `client #${e.targetId}`)} {e.from} →{" "}
+                  {e.to}
                   {e.reason && <span className="muted"> — “{e.reason}”</span>}
                 </li>
               ))}
