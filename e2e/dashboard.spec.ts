@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
-import { keylessRetry } from "./lib";
+import { keylessRetry, watchConsole } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 
@@ -402,6 +402,7 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
 }) => {
   test.setTimeout(480_000);
   const violations = watchCsp(page);
+  const consoleErrors = watchConsole(page); // a hydration mismatch (React #418) is one
   const created = await charge(request, { key: `e2e-pages-${run}`, customer });
   const chargeId = (await created.json()).id as string;
   await login(page, "engineer");
@@ -458,4 +459,5 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
     await checkPage(page, "login", width);
   }
   expect(violations).toEqual([]);
+  expect(consoleErrors).toEqual([]);
 });

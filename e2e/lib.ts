@@ -3,6 +3,7 @@
  * sweep, the app's database, the console.
  */
 import { execFileSync } from "node:child_process";
+import AxeBuilder from "@axe-core/playwright";
 import { expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import * as mariadb from "mariadb";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
@@ -106,4 +107,12 @@ export function watchConsole(page: Page): string[] {
   });
   page.on("pageerror", (error) => errors.push(`${page.url()}: ${error.message}`));
   return errors;
+}
+
+/** The serious and critical axe violations of the page as it is now. */
+export async function seriousAxeViolations(page: Page): Promise<string[]> {
+  const axe = await new AxeBuilder({ page }).analyze();
+  return axe.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }

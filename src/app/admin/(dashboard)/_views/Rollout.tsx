@@ -340,9 +340,11 @@ const CLIENT_COLUMNS: ColumnDef<ClientRow>[] = [
       ),
   },
 ];
+/** The switch beside the client's name: at the end of the row it was off the screen at 1280 px. */
 const CLIENT_COLUMNS_WITH_SWITCH: ColumnDef<ClientRow>[] = [
-  ...CLIENT_COLUMNS,
+  CLIENT_COLUMNS[0]!,
   { id: "action", header: "Action", cell: ({ row }) => <ClientSwitch c={row.original} /> },
+  ...CLIENT_COLUMNS.slice(1),
 ];
 
 function RequiredSince({ since }: { since: Date | null }) {
