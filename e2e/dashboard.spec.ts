@@ -459,5 +459,6 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
     await checkPage(page, "login", width);
   }
   expect(violations).toEqual([]);
-  expect(consoleErrors).toEqual([]);
+  // The 404 page's own document answers 404, which the browser logs: that status is the page's point.
+  expect(consoleErrors.filter((e) => !/no-such-page-.*status of 404/.test(e))).toEqual([]);
 });

@@ -88,8 +88,8 @@ export function KeylessChart({
     <figure className="m-0 min-w-0">
       <figcaption className="mb-2 text-sm muted break-words">
         Share of {route ?? "money requests (every route)"} accepted without an Idempotency-Key (keyless accepted against
-        keyed operations; refused requests are not in it), per {granularity}, in % (axis up to {top}
-        %), from <TimeText date={series.since} />
+        keyed operations; refused requests are not in it), per {granularity}, in % (axis up to {`${top} %`}), from{" "}
+        <TimeText date={series.since} />
         {shortHistory ? ", when the counts begin" : ""}. Gaps are {unit} without any traffic ({noTraffic} of{" "}
         {rows.length}); the shaded band is the safe-to-enforce window; dashed vertical lines are switches of the mode (
         {switches.length}){rows.length > 2 ? "; drag the brush below the chart to zoom" : ""}. The header can be
