@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { classifyPair, isLikelyDoubleCharge, NEW_KEY_RETRY_GAP_MS } from "~/server/customers/evidence";
-import { gapHistogram, incidentCsv, type CsvCase } from "~/server/customers/incidentReport";
+import { gapHistogram, incidentCsv, type CsvCase } from "~/server/doubleCharges/incidentReport";
 
 const A = "a".repeat(64);
 const B = "b".repeat(64);

@@ -46,8 +46,9 @@ type ScannedCharge = {
   createdAt: Date;
 };
 
-const SCANNED_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId, c.amount_cents AS amountCents,
-  c.currency, c.idempotent_request_id AS idempotentRequestId, c.requested_at AS requestedAt, c.created_at AS createdAt`;
+const SCANNED_COLUMNS = `c.id, c.api_client_id AS apiClientId, c.customer_id AS customerId,
+  c.amount_cents AS amountCents, c.currency, c.idempotent_request_id AS idempotentRequestId,
+  c.requested_at AS requestedAt, c.created_at AS createdAt`;
 
 /**
  * The nearest other succeeded charge of the same client, customer, amount and currency whose request arrived

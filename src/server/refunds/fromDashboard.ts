@@ -5,7 +5,6 @@ import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 import { submitOperation } from "~/server/operations/submitOperation";
 import { keepNote } from "./notes";
-import { guardPairRefund, release } from "./pairGuard";
 import { refundOperation } from "./refundOperation";
 
 export type DashboardRefund = {
@@ -17,9 +16,17 @@ export type DashboardRefund = {
   reason: RefundReason;
   /** Why, in the person's words: kept with the refund (support reads it on the charge and its case), audited. */
   note: string;
-  /** Refund this half of a double charge whose other half was refunded already (pairGuard.ts). */
-  bothHalves?: boolean;
 };
+
+/** The cases of double charges whose other half was refunded already: this refund is their override. */
+export type BothHalves = { case: string; otherCharge: string | undefined }[];
+
+/** The refund is still being made (the operation is in flight): it may yet succeed. */
+export class RefundInFlight extends DomainError {
+  constructor() {
+    super("conflict", "This refund is still being made; look again in a moment.");
+  }
+}
 
 /**
  * The Idempotency-Key of one refund intention: this charge, as the page showed it, by this amount. A double
@@ -37,40 +44,32 @@ const WAIT_SECONDS = 10;
 
 /**
  * A refund from the dashboard: the same idempotent operation as POST /api/refunds, for the charge's own API
- * client, under the intention's key, once its double charge's other half is known not to be refunded (or the
- * override is given: pairGuard.ts). Its note is kept with it, and a later confirm of the same intention (a
- * second tab) is told it was already done, its note kept too. Audited with the person and their note when it
- * moved money.
+ * client, under the intention's key (a double charge's two halves are guarded by src/server/doubleCharges). Its
+ * note is kept with it, and a later confirm of the same intention (a second tab) is told it was already done, its
+ * note kept too. Audited with the person and their note when it moved money, as an override when `bothHalves`
+ * names cases whose other half was refunded.
  */
-export async function refundFromDashboard(refund: DashboardRefund, context: AuditContext) {
+export async function refundFromDashboard(refund: DashboardRefund, context: AuditContext, bothHalves: BothHalves = []) {
   const charge = await db.charge.findUnique({ where: { id: refund.chargeId }, select: { apiClientId: true } });
   if (!charge) throw new DomainError("not_found", `There is no charge ${refund.chargeId}.`);
   const key = intentionKey(refund);
-  const guard = await guardPairRefund(refund.chargeId, refund.bothHalves === true);
-  const refused = async (error: DomainError) => {
-    await release(refund.chargeId, guard.claimed);
-    return error;
-  };
   const outcome = await submitOperation(refundOperation, {
     apiClientId: charge.apiClientId,
     body: { charge: refund.chargeId, amount_cents: refund.amountCents, reason: refund.reason },
     idempotencyKeyHeader: key,
     waitSeconds: WAIT_SECONDS,
   });
-  if (outcome.kind === "in_progress") {
-    throw new DomainError("conflict", "This refund is still being made; look again in a moment.");
-  }
+  if (outcome.kind === "in_progress") throw new RefundInFlight();
   if (outcome.kind === "error") {
     const fields = (outcome.details?.fields ?? {}) as Record<string, string[]>;
     const why = [outcome.message ?? outcome.code, ...Object.entries(fields).map(([f, m]) => `${f} ${m.join(", ")}`)];
-    throw await refused(new DomainError(outcome.code === "not_found" ? "not_found" : "conflict", why.join(": ")));
+    throw new DomainError(outcome.code === "not_found" ? "not_found" : "conflict", why.join(": "));
   }
   const body = JSON.parse(outcome.response.body) as { id?: string; error?: { code: string; message: string } };
   if (outcome.response.status !== 201 || !body.id) {
     const why = body.error?.message ?? `The refund was answered ${outcome.response.status}.`;
-    throw await refused(new DomainError("conflict", why));
+    throw new DomainError("conflict", why);
   }
-  const bothHalves = guard.overridden.map((c) => ({ case: c.key, otherCharge: c.other?.id }));
   const kind = outcome.replayed ? "again" : bothHalves.length > 0 ? "both_halves" : "refund";
   await keepNote({ chargeId: refund.chargeId, refundId: body.id, kind, note: refund.note }, context);
   if (!outcome.replayed) {

@@ -1,6 +1,6 @@
 /**
  * Support's words on a dashboard refund, kept with the refund: the charge page, its refund dialog and the
- * incident view show them (src/server/customers/cases.ts), since support cannot read the audit log.
+ * incident view show them (src/server/doubleCharges/cases.ts), since support cannot read the audit log.
  */
 import type { RefundNoteKind } from "~/generated/prisma/client";
 import type { AuditContext } from "~/server/audit/audit";

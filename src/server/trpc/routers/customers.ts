@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { chargeDetail, customerCharges, customerChargesInput, windowMinutes } from "~/server/customers/charges";
 import { duplicatesInput, listPossibleDuplicates } from "~/server/customers/duplicates";
-import { incident, incidentInput } from "~/server/customers/incident";
-import { incidentCsv } from "~/server/customers/incidentReport";
+import { incident, incidentInput } from "~/server/doubleCharges/incident";
+import { incidentCsv } from "~/server/doubleCharges/incidentReport";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 /** Customers and their charges: "was customer X charged twice?". */

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { casesOfCharge, halvesOf } from "~/server/customers/cases";
+import { casesOfCharge, halvesOf } from "~/server/doubleCharges/cases";
+import { refundHalf } from "~/server/doubleCharges/refund";
 import { REFUND_REASONS } from "~/server/refunds/schema";
-import { refundFromDashboard } from "~/server/refunds/fromDashboard";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 /**
@@ -39,5 +39,5 @@ export const refundsRouter = createTRPCRouter({
         bothHalves: z.boolean().optional(),
       }),
     )
-    .mutation(({ ctx, input }) => refundFromDashboard(input, ctx.audit)),
+    .mutation(({ ctx, input }) => refundHalf(input, ctx.audit)),
 });

@@ -36,7 +36,7 @@ function RotateKey({
 }) {
   const [grace, setGrace] = useState(24);
   const live = client.keys.filter((k) => k.state === "active" || k.state === "grace").length;
-  const timeText = useTimeText();
+  const graceEnd = useTimeText()(new Date(Date.now() + grace * 3_600_000), "min");
   return (
     <ConfirmDialog
       trigger={
@@ -55,7 +55,7 @@ function RotateKey({
         A new key is issued and shown once. {client.name}&apos;s {live} working key{live === 1 ? "" : "s"}{" "}
         {grace === 0
           ? "stop working at once: requests still sending them get 401."
-          : `keep working for ${graceLabel(grace)} (until about ${timeText(new Date(Date.now() + grace * 3_600_000), "min")}), then stop.`}
+          : `keep working for ${graceLabel(grace)} (until about ${graceEnd}), then stop.`}
       </p>
       <label className="field">
         Grace period when rotating

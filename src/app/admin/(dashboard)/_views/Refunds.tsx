@@ -59,8 +59,7 @@ export function ChargeRefunds({ chargeId }: { chargeId: string }) {
               <ul className="m-0 space-y-2" data-testid="refund-list">
                 {refunds.map((r) => (
                   <li key={r.id} data-refund={r.id}>
-                    <code>{r.id}</code> {money(r.amountCents)} <ReasonBadge reason={r.reason} /> <Time date={r.at} /> by{" "}
-                    {r.by}
+                    <code>{r.id}</code> {money(r.amountCents)} <ReasonBadge reason={r.reason} /> <MadeBy refund={r} />
                     {r.requestId && (
                       <>
                         {" · "}
@@ -79,6 +78,13 @@ export function ChargeRefunds({ chargeId }: { chargeId: string }) {
     </QueryState>
   );
 }
+
+/** When a refund was made, and by whom. */
+const MadeBy = ({ refund }: { refund: RefundView }) => (
+  <>
+    <Time date={refund.at} /> by {refund.by}
+  </>
+);
 
 /** Support's notes on a refund: the confirm's, then any later confirm's that found it done. */
 function Notes({ refund }: { refund: RefundView }) {
@@ -228,8 +234,7 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
           ) : (
             <>
               <p className="m-0">
-                This gives {money(partial ?? left)} of the {money(charge.amountCents)} charge <code>{chargeId}</code>{" "}
-                back to the customer&apos;s card, through the payment gateway. It cannot be undone.
+                <Effect refund={money(partial ?? left)} of={money(charge.amountCents)} chargeId={chargeId} />
                 {charge.amountRefundedCents > 0 && ` ${money(charge.amountRefundedCents)} was refunded already.`}
               </p>
               {overridden.map((c) => (
@@ -324,3 +329,11 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
 }
 
 const ReasonBadge = ({ reason }: { reason: string | null }) => (reason ? <Badge tone="neutral">{reason}</Badge> : null);
+
+/** What the refund does, said before it is done. */
+const Effect = ({ refund, of, chargeId }: { refund: string; of: string; chargeId: string }) => (
+  <>
+    This gives {refund} of the {of} charge <code>{chargeId}</code> back to the customer&apos;s card, through the payment
+    gateway. It cannot be undone.
+  </>
+);

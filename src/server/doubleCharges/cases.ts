@@ -2,12 +2,12 @@
  * A likely double charge is one case with two charges (a stored pair the sweeper classified, or, before its scan,
  * the customer page's live pair). Refunding either half resolves it for everyone: this module says, for charges
  * and their cases, what was given back, of which charge, when, by whom and with which note, and how much of the
- * case is left to give back. The refund guard (src/server/refunds/pairGuard.ts), the charge page, its refund
+ * case is left to give back. The refund guard (pairGuard.ts), the charge page, its refund
  * dialog and the incident view all read it from here.
  */
 import { db } from "~/server/db";
-import { DEFAULT_WINDOW_MINUTES, liveTwinOf } from "./charges";
-import { evidenceDisplay, LIKELY_DOUBLE_CHARGES } from "./evidence";
+import { DEFAULT_WINDOW_MINUTES, liveTwinOf } from "~/server/customers/charges";
+import { evidenceDisplay, LIKELY_DOUBLE_CHARGES } from "~/server/customers/evidence";
 
 /** The key of the case of two charges: their ids, sorted, joined by a space (double_charge_claims.case_key). */
 export const caseKey = (a: string, b: string) => [a, b].sort().join(" ");

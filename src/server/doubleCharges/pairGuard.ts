@@ -6,9 +6,9 @@
  * finds the claim and is asked for the override. A claim whose refund was refused is let go; one that moved no
  * money within CLAIM_STALE_MS (the process died between the claim and the refund) is taken over.
  */
-import { casesOfCharge, type ChargeCase } from "~/server/customers/cases";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
+import { casesOfCharge, type ChargeCase } from "./cases";
 
 const CLAIM_STALE_MS = 60_000;
 

@@ -11,9 +11,9 @@
 import { z } from "zod";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
+import { duplicatesScannedUntil, PAIR_COLUMNS, type PairRow, presentPairs } from "~/server/customers/duplicates";
+import { LIKELY_DOUBLE_CHARGES } from "~/server/customers/evidence";
 import { caseStatus, halvesOf } from "./cases";
-import { duplicatesScannedUntil, PAIR_COLUMNS, type PairRow, presentPairs } from "./duplicates";
-import { LIKELY_DOUBLE_CHARGES } from "./evidence";
 import { gapHistogram } from "./incidentReport";
 
 export const INCIDENT_LIMIT = 2_000;
