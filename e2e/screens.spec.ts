@@ -81,6 +81,7 @@ test("support's screens at 1280 and 390 px: axe clean, no console error, one tim
   await expect(page.getByTestId("last-refreshed")).toHaveText(/^Refreshed \d\d:\d\d:\d\d$/);
   // Kept in this browser: the next screen is in UTC too, then back to local.
   await page.goto("/admin/incident?hours=1");
+  await expect(page.getByTestId("incident-summary")).toBeVisible({ timeout: 30_000 });
   await expect(page.getByTestId("incident-summary").locator("time").first()).toContainText("UTC");
   await page.getByTestId("time-zone").getByRole("combobox").selectOption("local");
   await expect(page.getByTestId("incident-summary").locator("time").first()).not.toContainText("UTC");
