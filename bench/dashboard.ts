@@ -105,11 +105,11 @@ async function seed() {
   await chunked("seeding charges (for 2 of every 5 records)", maxId, (from, to) =>
     conn.query(
       `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
-          gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
+          gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at, requested_at)
        SELECT CONCAT('ch_', LEFT(MD5(CONCAT('c', r.id)), 24)), r.api_client_id, r.customer_id, 1000 + (r.id % 7) * 100,
               'usd', IF(r.response_status = 402, 'failed', 'succeeded'),
               IF(r.response_status = 402, 'card_declined', NULL),
-              CONCAT('gw_', r.id), CONCAT('gk_', r.id), r.id, r.created_at
+              CONCAT('gw_', r.id), CONCAT('gk_', r.id), r.id, r.created_at, r.created_at
          FROM idempotent_requests r
         WHERE r.id > ${from} AND r.id <= ${to} AND r.id % 5 < 2 AND r.response_status IN (201, 402)`,
     ),
@@ -117,10 +117,10 @@ async function seed() {
   // The incident's signature: a second succeeded charge of the same customer and amount 90 s later, its record gone.
   await conn.query(
     `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, gateway_charge_id,
-        gateway_idempotency_key, idempotent_request_id, created_at)
+        gateway_idempotency_key, idempotent_request_id, created_at, requested_at)
      SELECT CONCAT('ch_d', LEFT(MD5(CONCAT('d', c.id)), 24)), c.api_client_id, c.customer_id, c.amount_cents,
             c.currency, 'succeeded', CONCAT('gwd_', c.idempotent_request_id), CONCAT('gkd_', c.idempotent_request_id),
-            NULL, c.created_at + INTERVAL 90 SECOND
+            NULL, c.created_at + INTERVAL 90 SECOND, c.requested_at + INTERVAL 90 SECOND
        FROM charges c WHERE c.status = 'succeeded' AND c.idempotent_request_id % 1000 = 0`,
   );
   await chunked("seeding key reuses (1 in 50 records)", maxId, (from, to) =>

@@ -1,5 +1,13 @@
-/** What the browser tests of issue 30's trust work share: signing in, a charge through the API, a row's numbers. */
+/**
+ * What the browser tests share: signing in, charges through the API (a keyless retry too), a row's numbers, a
+ * sweep, the app's database, the console.
+ */
+import { execFileSync } from "node:child_process";
+import AxeBuilder from "@axe-core/playwright";
 import { expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
+import * as mariadb from "mariadb";
+import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
 
 export const apiKey = () => process.env.TEST_API_KEY!;
 
@@ -40,3 +48,71 @@ export const cellsOf = (row: Locator) => row.getByRole("cell").allTextContents()
 
 /** "1,234" -> 1234. */
 export const count = (text: string | undefined) => Number((text ?? "").replace(/[^\d]/g, ""));
+
+/** One sweep, as the worker runs it (a short reap time: the tests' records are minutes old at most). */
+export function sweepOnce() {
+  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
+    env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
+    stdio: "inherit",
+  });
+}
+
+/** A query on the app's database, as the tests' admin user. */
+export async function appQuery<T = Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<T[]> {
+  const conn = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_APP_DATABASE_URL!));
+  try {
+    return (await conn.query(sql, values)) as T[];
+  } finally {
+    await conn.end();
+  }
+}
+
+/**
+ * A keyless purchase that times out at a client and is sent again: its client gives up once the request holds a
+ * record (a request gone before its claim is not worked on), then sends the same body, and waits for it. With a
+ * gateway slower than the client, both are charged.
+ */
+export async function keylessRetry(opts: { customer: string; card: string; amount: number; baseUrl?: string }) {
+  const body = { amount_cents: opts.amount, currency: "usd", card_token: opts.card, customer_id: opts.customer };
+  const send = (signal?: AbortSignal) =>
+    fetch(`${opts.baseUrl ?? process.env.TEST_APP_URL}/api/charges`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${apiKey()}`, "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      signal,
+    });
+  const records = async () =>
+    Number(
+      (
+        await appQuery<{ n: bigint }>("SELECT COUNT(*) AS n FROM idempotent_requests WHERE customer_id = ?", [
+          opts.customer,
+        ])
+      )[0]!.n,
+    );
+  const client = new AbortController();
+  const first = send(client.signal).catch(() => null);
+  await expect.poll(records, { timeout: 30_000 }).toBeGreaterThan(0);
+  client.abort();
+  expect(await first, "the client gave up before the gateway answered").toBeNull();
+  const retry = await send();
+  expect(retry.status).toBe(201);
+  return (await retry.json()) as { id: string };
+}
+
+/** Console errors and uncaught page errors (a hydration mismatch is both): a page that logs one fails its test. */
+export function watchConsole(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("console", (msg) => {
+    if (msg.type() === "error") errors.push(`${page.url()}: ${msg.text()}`);
+  });
+  page.on("pageerror", (error) => errors.push(`${page.url()}: ${error.message}`));
+  return errors;
+}
+
+/** The serious and critical axe violations of the page as it is now. */
+export async function seriousAxeViolations(page: Page): Promise<string[]> {
+  const axe = await new AxeBuilder({ page }).analyze();
+  return axe.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+}

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import * as mariadb from "mariadb";
-import { searchRequestLog } from "./lib";
+import { keylessRetry, searchRequestLog } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 const auth = { Authorization: `Bearer ${apiKey}` };
@@ -45,8 +45,11 @@ test("support refunds a keyless double charge once, despite a double click and a
   request,
 }) => {
   const customer = `cus_double_${randomUUID().slice(0, 8)}`;
-  await keylessCharge(request, customer);
-  const second = await keylessCharge(request, customer);
+  const made = await keylessRetry({ customer, card: "tok_slow_2500", amount: 2500 });
+  const second = (await (await request.get(`/api/charges/${made.id}`, { headers: auth })).json()) as {
+    id: string;
+    gateway_charge_id: string;
+  };
 
   await login(page);
   await page.goto(`/admin/charges/${second.id}`);
@@ -63,19 +66,25 @@ test("support refunds a keyless double charge once, despite a double click and a
   await expect(dialog).toContainText(`charge ${second.id}`);
   await expect(dialog).toContainText("25.00 USD");
   await expect(dialog.getByRole("button", { name: /^Refund/ })).toBeDisabled(); // a reason is required
-  await dialog.getByLabel("Reason (kept in the audit log)").fill("Charged twice: keyless retry 15 s apart");
+  await dialog.getByRole("combobox", { name: "Reason" }).selectOption("duplicate");
+  await expect(dialog.getByRole("button", { name: /^Refund/ })).toBeDisabled(); // and a note
+  await dialog.getByLabel(/^Note/).fill("Charged twice: keyless retry 15 s apart");
   await dialog.getByRole("button", { name: "Refund 25.00 USD" }).dblclick();
   await expect(dialog).toBeHidden();
-  await expect(refunds.getByTestId("refund-list").locator("li")).toHaveCount(1);
+  await expect(refunds.getByTestId("refund-list").locator(":scope > li")).toHaveCount(1);
   await expect(refunds).toContainText("refunded");
 
   // The other tab still shows the charge unrefunded: the same intention there is the same operation.
   await other.getByTestId("refund-button").click();
   const otherDialog = other.getByRole("dialog");
-  await otherDialog.getByLabel("Reason (kept in the audit log)").fill("Refunding the double charge");
+  await otherDialog.getByRole("combobox", { name: "Reason" }).selectOption("duplicate");
+  await otherDialog.getByLabel(/^Note/).fill("Refunding the double charge");
   await otherDialog.getByRole("button", { name: "Refund 25.00 USD" }).click();
   await expect(otherDialog).toBeHidden();
-  await expect(other.getByTestId("refund-list").locator("li")).toHaveCount(1);
+  // It was done already: said so, and the second note is kept with the refund.
+  await expect(other.getByTestId("refund-outcome")).toContainText("Already done");
+  await expect(other.getByTestId("refund-list").locator(":scope > li")).toHaveCount(1);
+  await expect(other.getByTestId("refund-notes")).toContainText("Refunding the double charge");
 
   const shown = await (await request.get(`/api/charges/${second.id}`, { headers: auth })).json();
   expect(shown.amount_refunded_cents).toBe(2500);
@@ -94,11 +103,11 @@ test("a partial refund, then the rest; the dialog refuses more than is left", as
   await refunds.getByTestId("refund-button").click();
   let dialog = page.getByRole("dialog");
   await dialog.getByLabel(/^Amount/).fill("30");
-  await dialog.getByLabel("Reason (kept in the audit log)").fill("Customer asked for part back");
+  await dialog.getByRole("combobox", { name: "Reason" }).selectOption("requested_by_customer");
+  await dialog.getByLabel(/^Note/).fill("Customer asked for part back");
   await dialog.getByRole("button", { name: /^Refund/ }).click();
   await expect(dialog.getByRole("alert")).toContainText("between 0.01 USD and 25.00 USD");
   await dialog.getByLabel(/^Amount/).fill("10");
-  await dialog.getByLabel("Reason for the gateway").selectOption("requested_by_customer");
   await dialog.getByRole("button", { name: "Refund 10.00 USD" }).click();
   await expect(dialog).toBeHidden();
   await expect(refunds).toContainText("partly refunded: 10.00 USD");
@@ -106,10 +115,11 @@ test("a partial refund, then the rest; the dialog refuses more than is left", as
   await refunds.getByTestId("refund-button").click();
   dialog = page.getByRole("dialog");
   await expect(dialog).toContainText("10.00 USD was refunded already");
-  await dialog.getByLabel("Reason (kept in the audit log)").fill("And the rest");
+  await dialog.getByRole("combobox", { name: "Reason" }).selectOption("requested_by_customer");
+  await dialog.getByLabel(/^Note/).fill("And the rest");
   await dialog.getByRole("button", { name: "Refund 15.00 USD" }).click();
   await expect(dialog).toBeHidden();
-  await expect(refunds.getByTestId("refund-list").locator("li")).toHaveCount(2);
+  await expect(refunds.getByTestId("refund-list").locator(":scope > li")).toHaveCount(2);
   await expect(refunds).toContainText("Nothing is left to refund.");
   expect(await gatewayRefunds(charged.gateway_charge_id)).toBe(2);
 });

@@ -45,10 +45,10 @@ async function seed() {
   );
   await db.$executeRawUnsafe(
     `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
-        gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
+        gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at, requested_at)
      SELECT CONCAT('ch_x', LEFT(MD5(CONCAT(?, r.id)), 24)), r.api_client_id, r.customer_id, 1000, 'usd',
             IF(r.response_status = 201, 'succeeded', 'failed'), IF(r.response_status = 201, NULL, 'card_declined'),
-            CONCAT('gw_x', r.id), CONCAT('explain-', ?, '-', r.id), r.id, r.created_at
+            CONCAT('gw_x', r.id), CONCAT('explain-', ?, '-', r.id), r.id, r.created_at, r.created_at
        FROM idempotent_requests r WHERE r.api_client_id = ? AND r.response_status IN (201, 402)`,
     run,
     run,
@@ -179,6 +179,11 @@ describe("the dashboard's queries at a realistic size", () => {
       ["customers.duplicates", () => s.customers.duplicates({})],
       ["customers.duplicates likely", () => s.customers.duplicates({ evidence: "likely", since })],
       ["customers.incident", () => s.customers.incident({ since, until: new Date() })],
+      ["customers.incident hours", () => s.customers.incident({ hours: 24 })],
+      ["refunds.ofCharge", () => s.refunds.ofCharge({ chargeId: someCharge })],
+      ["requests.list abandoned", () => s.requests.list({ abandoned: "no_trace" })],
+      ["requests.count abandoned", () => s.requests.count({ abandoned: "refused", apiClientId: clientId })],
+      ["requests.resolve quoted key", () => s.requests.resolve({ q: '"a1b2c3"' })],
       ["customers.charges range", () => s.customers.charges({ customerId: customer, since, until: new Date() })],
       ["requests.resolve charge", () => s.requests.resolve({ q: someCharge })],
       ["requests.resolve customer", () => s.requests.resolve({ q: customer })],

@@ -33,6 +33,11 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   refunds: READ_ADD,
   // An in-flight refund's hold, deleted when its operation ends (src/server/refunds/holds.ts).
   refund_holds: ["SELECT", "INSERT", "DELETE"],
+  // Support's notes on dashboard refunds: append-only (src/server/refunds/fromDashboard.ts).
+  refund_notes: READ_ADD,
+  // A double charge's first dashboard refund: deleted when that refund is refused, taken over when it went stale
+  // (src/server/refunds/pairGuard.ts).
+  double_charge_claims: ALL,
   // The lifecycle's claims, transitions, take-overs and pruning (src/server/idempotency/records.ts).
   idempotent_requests: ALL,
   // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts).

@@ -40,6 +40,9 @@ export type Charge = {
   gateway_charge_id: string;
   amount_refunded_cents: number;
   refunds: Refund[];
+  /** When the operation's first request arrived (absent from answers stored before the field existed). */
+  requested_at?: string;
+  /** When the charge was settled (recorded). */
   created_at: string;
 };
 

@@ -405,7 +405,21 @@ export const openApiDocument = {
           gateway_charge_id: { type: "string" },
           amount_refunded_cents: { type: "integer", description: "What succeeded refunds gave back" },
           refunds: { type: "array", items: ref("Refund"), description: "Its refunds, oldest first" },
-          created_at: { type: "string", format: "date-time" },
+          requested_at: {
+            type: "string",
+            format: "date-time",
+            description:
+              "When the operation's first request arrived (the first attempt under its Idempotency-Key, or the " +
+              "keyless request itself): when the customer paid. Absent only from answers stored before it was " +
+              "added (a replay sends the stored bytes).",
+          },
+          created_at: {
+            type: "string",
+            format: "date-time",
+            description:
+              "When the charge was settled and recorded: after the gateway answered, or later when an unfinished " +
+              "operation was completed by a retry or by the service's own recovery.",
+          },
         },
       },
       Refund: refundSchema,

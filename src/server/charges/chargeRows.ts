@@ -9,12 +9,17 @@ export function newChargeId(): string {
   return `ch_${randomBytes(12).toString("hex")}`;
 }
 
-/** The local charge for a gateway charge, made for a client under a request record (null: none, benchmarks only). */
+/**
+ * The local charge for a gateway charge, made for a client under a request record (null: none, benchmarks only).
+ * It was requested when the record was made: the operation's first attempt (a keyless request's own arrival),
+ * however much later it is settled (a retry, the sweeper).
+ */
 export function chargeFromGateway(
-  owner: { apiClientId: number; id: bigint | null },
+  owner: { apiClientId: number; id: bigint | null; createdAt?: Date },
   gatewayCharge: GatewayCharge,
   gatewayKey: string,
 ): Charge {
+  const settledAt = new Date();
   return {
     id: newChargeId(),
     apiClientId: owner.apiClientId,
@@ -26,7 +31,8 @@ export function chargeFromGateway(
     gatewayChargeId: gatewayCharge.id,
     gatewayIdempotencyKey: gatewayKey,
     idempotentRequestId: owner.id,
-    createdAt: new Date(),
+    createdAt: settledAt,
+    requestedAt: owner.createdAt && owner.createdAt < settledAt ? owner.createdAt : settledAt,
     amountRefundedCents: 0,
     refundHeldCents: 0,
   };
@@ -36,8 +42,9 @@ export function chargeFromGateway(
 export function insertCharge(c: Charge): Statement {
   return {
     sql: `INSERT INTO charges (id, api_client_id, customer_id, amount_cents, currency, status, failure_code,
-                               gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                               gateway_charge_id, gateway_idempotency_key, idempotent_request_id, created_at,
+                               requested_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     values: [
       c.id,
       c.apiClientId,
@@ -50,6 +57,7 @@ export function insertCharge(c: Charge): Statement {
       c.gatewayIdempotencyKey,
       c.idempotentRequestId,
       c.createdAt,
+      c.requestedAt,
     ],
   };
 }

@@ -17,6 +17,7 @@ export function serializeCharge(charge: Charge, refunds: unknown[] = []) {
     gateway_charge_id: charge.gatewayChargeId,
     amount_refunded_cents: charge.amountRefundedCents,
     refunds,
+    requested_at: charge.requestedAt.toISOString(),
     created_at: charge.createdAt.toISOString(),
   };
 }

@@ -36,6 +36,9 @@ export function abandonedBody(trace: GatewayTrace, what: MoneyMovement = "charge
   return errorBody("request_abandoned", MESSAGES.no_trace(what), { gateway: "no_trace" });
 }
 
+/** Where a stored request_abandoned body says its trace's kind (a JSON path), for the request log's filter. */
+export const ABANDONED_TRACE_PATH = "$.error.gateway";
+
 /** The trace a stored request_abandoned body names; undefined for another body, or one stored before it named one. */
 export function traceOfAbandoned(body: string): GatewayTrace | undefined {
   let error: { code?: unknown; gateway?: unknown; gateway_code?: unknown } | undefined;

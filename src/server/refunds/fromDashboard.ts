@@ -4,6 +4,7 @@ import { recordAudit, type AuditContext } from "~/server/audit/audit";
 import { db } from "~/server/db";
 import { DomainError } from "~/server/domainError";
 import { submitOperation } from "~/server/operations/submitOperation";
+import { keepNote } from "./notes";
 import { refundOperation } from "./refundOperation";
 
 export type DashboardRefund = {
@@ -13,9 +14,19 @@ export type DashboardRefund = {
   /** Omitted: all that is left. */
   amountCents?: number;
   reason: RefundReason;
-  /** Why, in the person's words: audited. */
+  /** Why, in the person's words: kept with the refund (support reads it on the charge and its case), audited. */
   note: string;
 };
+
+/** The cases of double charges whose other half was refunded already: this refund is their override. */
+export type BothHalves = { case: string; otherCharge: string | undefined }[];
+
+/** The refund is still being made (the operation is in flight): it may yet succeed. */
+export class RefundInFlight extends DomainError {
+  constructor() {
+    super("conflict", "This refund is still being made; look again in a moment.");
+  }
+}
 
 /**
  * The Idempotency-Key of one refund intention: this charge, as the page showed it, by this amount. A double
@@ -33,9 +44,12 @@ const WAIT_SECONDS = 10;
 
 /**
  * A refund from the dashboard: the same idempotent operation as POST /api/refunds, for the charge's own API
- * client, under the intention's key; audited with the person and their note when it moved money.
+ * client, under the intention's key (a double charge's two halves are guarded by src/server/doubleCharges). Its
+ * note is kept with it, and a later confirm of the same intention (a second tab) is told it was already done, its
+ * note kept too. Audited with the person and their note when it moved money, as an override when `bothHalves`
+ * names cases whose other half was refunded.
  */
-export async function refundFromDashboard(refund: DashboardRefund, context: AuditContext) {
+export async function refundFromDashboard(refund: DashboardRefund, context: AuditContext, bothHalves: BothHalves = []) {
   const charge = await db.charge.findUnique({ where: { id: refund.chargeId }, select: { apiClientId: true } });
   if (!charge) throw new DomainError("not_found", `There is no charge ${refund.chargeId}.`);
   const key = intentionKey(refund);
@@ -45,9 +59,7 @@ export async function refundFromDashboard(refund: DashboardRefund, context: Audi
     idempotencyKeyHeader: key,
     waitSeconds: WAIT_SECONDS,
   });
-  if (outcome.kind === "in_progress") {
-    throw new DomainError("conflict", "This refund is still being made; look again in a moment.");
-  }
+  if (outcome.kind === "in_progress") throw new RefundInFlight();
   if (outcome.kind === "error") {
     const fields = (outcome.details?.fields ?? {}) as Record<string, string[]>;
     const why = [outcome.message ?? outcome.code, ...Object.entries(fields).map(([f, m]) => `${f} ${m.join(", ")}`)];
@@ -55,13 +67,22 @@ export async function refundFromDashboard(refund: DashboardRefund, context: Audi
   }
   const body = JSON.parse(outcome.response.body) as { id?: string; error?: { code: string; message: string } };
   if (outcome.response.status !== 201 || !body.id) {
-    throw new DomainError("conflict", body.error?.message ?? `The refund was answered ${outcome.response.status}.`);
+    const why = body.error?.message ?? `The refund was answered ${outcome.response.status}.`;
+    throw new DomainError("conflict", why);
   }
+  const kind = outcome.replayed ? "again" : bothHalves.length > 0 ? "both_halves" : "refund";
+  await keepNote({ chargeId: refund.chargeId, refundId: body.id, kind, note: refund.note }, context);
   if (!outcome.replayed) {
     await recordAudit(context, {
       action: "refund.created",
       target: { type: "charge", id: refund.chargeId },
-      details: { refund: body.id, reason: refund.reason, note: refund.note, key },
+      details: {
+        refund: body.id,
+        reason: refund.reason,
+        note: refund.note,
+        key,
+        ...(bothHalves.length > 0 ? { override: "both halves of a double charge refunded", bothHalves } : {}),
+      },
     });
   }
   return { refundId: body.id, replayed: outcome.replayed };

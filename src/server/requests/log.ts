@@ -1,6 +1,6 @@
 /**
  * The request log: every record, newest first, filtered by phase, stored
- * status, route, client, customer and time, paged by cursor, with a bounded
+ * status, route, client, customer, why it was abandoned and time, paged by cursor, with a bounded
  * count. The statements, and which index serves which filter, are
  * recordList.ts; phases are decoded by the lifecycle and worded by
  * phaseDisplay.ts, never here.
@@ -30,6 +30,8 @@ export const requestFilters = z.object({
   route: z.enum(ROUTES).optional(),
   apiClientId: z.number().int().positive().optional(),
   customerId: z.string().trim().min(1).max(64).optional(),
+  /** Why abandoned records were: no trace at the gateway, or refused by it. */
+  abandoned: z.enum(["no_trace", "refused"]).optional(),
   since: z.date().optional(),
   until: z.date().optional(),
 });

@@ -45,10 +45,19 @@ const ABANDONED_BECAUSE = {
 };
 export type Tone = "progress" | "warning" | "ok" | "danger";
 
+/** Why a record was abandoned, in a few words: the request log's column and filter. */
+export const ABANDONED_REASONS = {
+  no_trace: "no trace at the gateway",
+  refused: "the gateway refused it",
+} as const;
+export type AbandonedReason = keyof typeof ABANDONED_REASONS;
+
 export function phaseDisplay(phase: Phase) {
   const key = phaseKey(phase);
   const trace = key === "abandoned" && phase.name === "complete" ? traceOfAbandoned(phase.response.body) : undefined;
-  if (!trace) return { key, ...PHASE_DISPLAY[key] };
+  if (!trace) return { key, ...PHASE_DISPLAY[key], because: null };
   const description = trace.kind === "refused" ? ABANDONED_BECAUSE.refused(trace.code) : ABANDONED_BECAUSE.no_trace;
-  return { key, ...PHASE_DISPLAY[key], description };
+  const because =
+    trace.kind === "refused" ? `${ABANDONED_REASONS.refused} (${trace.code})` : ABANDONED_REASONS.no_trace;
+  return { key, ...PHASE_DISPLAY[key], description, because };
 }

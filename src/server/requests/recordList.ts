@@ -4,6 +4,7 @@
  * columns make a phase is the lifecycle's (phaseCondition), decoded by it too (decodeRecord).
  */
 import { db, driverErrorCode, type Statement } from "~/server/db";
+import { ABANDONED_TRACE_PATH } from "~/server/http/abandonedAnswer";
 import {
   decodeRecord,
   phaseCondition,
@@ -35,6 +36,8 @@ export type RecordFilter = {
   route?: string;
   apiClientId?: number;
   customerId?: string;
+  /** Abandoned records whose stored answer names this trace (http/abandonedAnswer.ts). */
+  abandoned?: "no_trace" | "refused";
   since?: Date;
   until?: Date;
 };
@@ -54,6 +57,14 @@ function recordFilterSql(f: RecordFilter, now: Date): { where: string; values: u
     parts.push(phaseCondition(f.phase, now));
     const index = PHASE_INDEX[f.phase];
     if (index) indexes.push(index);
+  }
+  if (f.abandoned) {
+    // Among the abandoned records (few: found by their own index), those whose answer names this trace.
+    if (f.phase !== "abandoned") {
+      parts.push(phaseCondition("abandoned", now));
+      indexes.push(PHASE_INDEX.abandoned!);
+    }
+    parts.push({ sql: `JSON_VALUE(response_body, '${ABANDONED_TRACE_PATH}') = ?`, values: [f.abandoned] });
   }
   if (f.status) {
     parts.push(

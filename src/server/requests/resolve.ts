@@ -5,6 +5,7 @@
  * row is asked at once; one match opens its page, several are offered.
  */
 import { db } from "~/server/db";
+import { parseIdempotencyKey } from "~/server/http/idempotencyKeyHeader";
 import { keyToBytes } from "~/server/idempotency/reading";
 
 type Resolver = {
@@ -65,7 +66,20 @@ const RESOLVERS: Resolver[] = [
   },
 ];
 
-export async function resolveSearch(q: string): Promise<{ kind: string; id: string; path: string }[]> {
+/**
+ * What a search box was given: a key pasted as the SDK sends it in its header, a quoted structured-field string
+ * (`"8e03…"`, escapes and all), is the key; a quote left at either end of a partial one is dropped.
+ */
+export function searchTerm(q: string): string {
+  const text = q.trim();
+  if (!text.startsWith('"')) return text;
+  const key = parseIdempotencyKey(text);
+  return key.kind === "valid" ? key.key : text.replace(/^"|"$/g, "");
+}
+
+export async function resolveSearch(given: string): Promise<{ kind: string; id: string; path: string }[]> {
+  const q = searchTerm(given);
+  if (!q) return [];
   const found = await Promise.all(RESOLVERS.map(async (r) => ({ r, id: await r.find(q) })));
   return found.flatMap(({ r, id }) => (id === null ? [] : [{ kind: r.kind, id, path: r.path(id) }]));
 }

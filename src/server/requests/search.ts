@@ -6,11 +6,13 @@
 import { db } from "~/server/db";
 import { recordsWithKeyPrefix } from "./recordList";
 import { summarise } from "./log";
+import { searchTerm } from "./resolve";
 import { likePrefix } from "./sql";
 
 const PER_KIND = 10;
 
-export async function searchByPrefix(prefix: string) {
+export async function searchByPrefix(given: string) {
+  const prefix = searchTerm(given) || given;
   const now = new Date();
   const [records, charges, customers] = await Promise.all([
     recordsWithKeyPrefix(prefix, PER_KIND + 1, now),

@@ -8,6 +8,7 @@ import { LastRefreshed } from "../_components/LastRefreshed";
 import { Nav } from "../_components/Nav";
 import { Providers } from "../_components/Providers";
 import { SessionWatch } from "../_components/SessionWatch";
+import { TimeZoneSwitch } from "../_components/TimeZoneSwitch";
 
 export const dynamic = "force-dynamic";
 
@@ -34,6 +35,7 @@ export default async function DashboardLayout({ children }: { children: ReactNod
             </Link>
             <Nav engineer={engineer} />
           </div>
+          <TimeZoneSwitch />
           <form action="/api/auth/logout" method="post" className="flex flex-wrap items-center gap-2 text-sm">
             <LastRefreshed />
             <span className="muted" data-testid="whoami">

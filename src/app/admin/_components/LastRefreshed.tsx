@@ -2,14 +2,18 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
+import { zonedTime } from "./format";
+import { useZone } from "./timeZone";
 
 /**
  * When the page's numbers were last refreshed: the newest answer of the queries the page shows now (not of pages
- * left behind), in local time with seconds. Rendered only in the browser, so the server's clock never shows.
+ * left behind), in the screen's time zone with seconds. Rendered only in the browser, so the server's clock never
+ * shows.
  */
 export function LastRefreshed() {
   const queryClient = useQueryClient();
   const [at, setAt] = useState<number | null>(null);
+  const zone = useZone();
   useEffect(() => {
     const cache = queryClient.getQueryCache();
     const read = () => {
@@ -24,9 +28,9 @@ export function LastRefreshed() {
   }, [queryClient]);
   return (
     <span className="muted text-sm" data-testid="last-refreshed">
-      {at ? (
+      {at && zone ? (
         <>
-          Refreshed <time dateTime={new Date(at).toISOString()}>{new Date(at).toLocaleTimeString("en-GB")}</time>
+          Refreshed <time dateTime={new Date(at).toISOString()}>{zonedTime(new Date(at), zone.zone).slice(11)}</time>
         </>
       ) : (
         "Not refreshed yet"

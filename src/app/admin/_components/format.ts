@@ -1,4 +1,4 @@
-import { format, formatDistanceStrict } from "date-fns";
+import { formatDistanceStrict } from "date-fns";
 
 /** "3 min ago", "in 2 h": relative to `now` (the server's time of the answer, when there is one). */
 export function relative(date: Date, now: Date = new Date()): string {
@@ -6,7 +6,7 @@ export function relative(date: Date, now: Date = new Date()): string {
   return date.getTime() <= now.getTime() ? `${words} ago` : `in ${words}`;
 }
 
-/** The absolute time, in UTC, as every engineer's logs show it. */
+/** The absolute time, in UTC, as every engineer's logs show it (the CLIs'; a page says times in its zone). */
 export function absolute(date: Date | null | undefined): string {
   return date
     ? date
@@ -16,23 +16,70 @@ export function absolute(date: Date | null | undefined): string {
     : "—";
 }
 
-/** The absolute local time, to the second (or the millisecond where events are ordered): what support reads. */
-export function localTime(date: Date, precision: "s" | "ms" = "s"): string {
-  return format(date, precision === "ms" ? "yyyy-MM-dd HH:mm:ss.SSS" : "yyyy-MM-dd HH:mm:ss");
+const wallFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** A date's wall-clock parts in an IANA time zone ("UTC" included). */
+function wallParts(date: Date, zone: string) {
+  let f = wallFormats.get(zone);
+  if (!f) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    });
+    wallFormats.set(zone, f);
+  }
+  const parts = Object.fromEntries(f.formatToParts(date).map((p) => [p.type, p.value]));
+  return {
+    date: `${parts.year}-${parts.month}-${parts.day}`,
+    time: `${parts.hour}:${parts.minute}:${parts.second}`,
+    ms: String(date.getUTCMilliseconds()).padStart(3, "0"),
+  };
+}
+
+/** The absolute time in a zone, to the second (or the millisecond, where events are ordered): "2026-12-04 15:00:16". */
+export function zonedTime(date: Date, zone: string, precision: "s" | "ms" = "s"): string {
+  const p = wallParts(date, zone);
+  return `${p.date} ${p.time}${precision === "ms" ? `.${p.ms}` : ""}`;
+}
+
+/** The zone's offset from UTC at that instant, in minutes (New York in winter: -300). */
+export function zoneOffsetMinutes(date: Date, zone: string): number {
+  const p = wallParts(date, zone);
+  const asUtc = Date.parse(`${p.date}T${p.time}Z`);
+  return Math.round((asUtc - Math.floor(date.getTime() / 1000) * 1000) / 60_000);
+}
+
+/** "America/New_York (UTC-05:00)", or "UTC". */
+export function zoneLabel(zone: string, at: Date = new Date()): string {
+  if (zone === "UTC") return "UTC";
+  const offset = zoneOffsetMinutes(at, zone);
+  const sign = offset < 0 ? "-" : "+";
+  const abs = Math.abs(offset);
+  return `${zone} (UTC${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")})`;
 }
 
 /** The same in UTC, to the millisecond: what the logs and the API show. */
 export const utcTime = (date: Date) => `${date.toISOString().replace("T", " ").replace("Z", "")} UTC`;
 
-/** The browser's time zone, e.g. "Europe/Berlin (UTC+01:00)", for labels of local times. */
-export function localZone(at: Date = new Date()): string {
-  const name = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  return `${name} (UTC${format(at, "xxx")})`;
-}
+/** A Date as a datetime-local input's value in a zone (to the second), and the value back as an instant. */
+export const toZonedInput = (d: Date | null | undefined, zone: string) =>
+  d ? zonedTime(d, zone).replace(" ", "T") : "";
 
-/** A Date as a datetime-local input's value (local time, to the second) and back. */
-export const toLocalInput = (d: Date | null | undefined) => (d ? format(d, "yyyy-MM-dd'T'HH:mm:ss") : "");
-export const fromLocalInput = (v: string) => (v ? new Date(v) : null);
+export function fromZonedInput(value: string, zone: string): Date | null {
+  if (!value) return null;
+  const wall = Date.parse(`${value.length === 16 ? `${value}:00` : value}Z`);
+  if (Number.isNaN(wall)) return null;
+  // The wall time read as UTC, less the zone's offset then (asked again at the result: across a DST change).
+  let at = wall - zoneOffsetMinutes(new Date(wall), zone) * 60_000;
+  at = wall - zoneOffsetMinutes(new Date(at), zone) * 60_000;
+  return new Date(at);
+}
 
 export function formatAge(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));

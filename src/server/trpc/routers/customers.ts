@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { chargeDetail, customerCharges, customerChargesInput, windowMinutes } from "~/server/customers/charges";
 import { duplicatesInput, listPossibleDuplicates } from "~/server/customers/duplicates";
-import { incident, incidentInput } from "~/server/customers/incident";
-import { incidentCsv } from "~/server/customers/incidentReport";
+import { incident, incidentInput } from "~/server/doubleCharges/incident";
+import { incidentCsv } from "~/server/doubleCharges/incidentReport";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
 /** Customers and their charges: "was customer X charged twice?". */
@@ -16,7 +16,7 @@ export const customersRouter = createTRPCRouter({
   /** Possible duplicates across all customers, newest first. */
   duplicates: protectedProcedure.input(duplicatesInput).query(({ input }) => listPossibleDuplicates(input)),
 
-  /** The incident view: customers charged twice with evidence in a time range, the gaps, and the same as CSV. */
+  /** The incident view: the likely double charges of a range as a work list, the gaps, and the same as CSV. */
   incident: protectedProcedure.input(incidentInput).query(({ input }) => incident(input)),
   incidentCsv: protectedProcedure
     .input(incidentInput)

@@ -1,26 +1,30 @@
 import { z } from "zod";
+import { casesOfCharge, halvesOf } from "~/server/doubleCharges/cases";
+import { refundHalf } from "~/server/doubleCharges/refund";
 import { REFUND_REASONS } from "~/server/refunds/schema";
-import { refundFromDashboard } from "~/server/refunds/fromDashboard";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
-/** Refunds in the dashboard: a charge's refunds, and a refund by support or an engineer (both may refund). */
+/**
+ * Refunds in the dashboard: a charge's refunds (who made each, support's notes) and its double-charge cases, and
+ * a refund by support or an engineer (both may refund).
+ */
 export const refundsRouter = createTRPCRouter({
   ofCharge: protectedProcedure.input(z.object({ chargeId: z.string().max(32) })).query(async ({ ctx, input }) => {
-    const [charge, refunds] = await Promise.all([
+    const [charge, halves, cases, records] = await Promise.all([
       ctx.db.charge.findUnique({
         where: { id: input.chargeId },
         select: { amountCents: true, amountRefundedCents: true, refundHeldCents: true, currency: true, status: true },
       }),
+      halvesOf([input.chargeId]),
+      casesOfCharge(input.chargeId),
       ctx.db.refund.findMany({
         where: { chargeId: input.chargeId },
-        orderBy: { createdAt: "asc" },
-        include: { idempotentRequest: { select: { id: true } } },
+        select: { id: true, idempotentRequestId: true },
       }),
     ]);
-    return {
-      charge,
-      refunds: refunds.map(({ idempotentRequest, ...r }) => ({ ...r, requestId: idempotentRequest?.id.toString() })),
-    };
+    const requestOf = new Map(records.map((r) => [r.id, r.idempotentRequestId?.toString()]));
+    const refunds = (halves.get(input.chargeId)?.refunds ?? []).map((r) => ({ ...r, requestId: requestOf.get(r.id) }));
+    return { charge, refunds, cases };
   }),
 
   create: protectedProcedure
@@ -31,7 +35,9 @@ export const refundsRouter = createTRPCRouter({
         amountCents: z.number().int().min(1).max(99_999_999).optional(),
         reason: z.enum(REFUND_REASONS),
         note: z.string().trim().min(3, "say why (at least 3 characters)").max(500),
+        /** The override: this charge's double charge had its other charge refunded already. */
+        bothHalves: z.boolean().optional(),
       }),
     )
-    .mutation(({ ctx, input }) => refundFromDashboard(input, ctx.audit)),
+    .mutation(({ ctx, input }) => refundHalf(input, ctx.audit)),
 });

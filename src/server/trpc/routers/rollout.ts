@@ -38,8 +38,14 @@ export const rolloutRouter = createTRPCRouter({
         limit: z.number().int().min(1).max(50).default(10),
       }),
     )
-    .query(async ({ input }) => {
+    .query(async ({ ctx, input }) => {
       const page = await listAudit({ actions: MODE_ACTIONS, cursor: input.cursor, limit: input.limit });
+      // The clients switched, by name: "client #4" named nobody support knows.
+      const ids = [...new Set(page.items.flatMap((e) => (e.action === "mode.changed" ? [] : [Number(e.targetId)])))];
+      const clients = ids.length
+        ? await ctx.db.apiClient.findMany({ where: { id: { in: ids } }, select: { id: true, name: true } })
+        : [];
+      const nameOf = new Map(clients.map((c) => [String(c.id), c.name]));
       return {
         items: page.items.map((e) => ({
           id: e.id,
@@ -47,6 +53,7 @@ export const rolloutRouter = createTRPCRouter({
           actor: e.actorLabel ?? e.actorType,
           scope: e.action === "mode.changed" ? ("global" as const) : ("client" as const),
           targetId: e.targetId,
+          clientName: e.targetId === null ? null : (nameOf.get(e.targetId) ?? null),
           from: String(e.details?.from ?? ""),
           to: String(e.details?.to ?? ""),
           reason: typeof e.details?.reason === "string" ? e.details.reason : null,

@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
-import { absolute } from "../../_components/format";
+import { TimeText, useTimeText } from "../../_components/ui/Time";
 import { userMessage } from "../../_components/errorMessage";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
@@ -16,8 +16,6 @@ const GRACE_OPTIONS = [
 ];
 
 const graceLabel = (hours: number) => GRACE_OPTIONS.find((o) => o.hours === hours)?.label ?? `${hours} hours`;
-
-const graceEnd = (hours: number) => absolute(new Date(Date.now() + hours * 3_600_000));
 
 type Secret = { label: string; value: string; note?: string };
 
@@ -38,6 +36,7 @@ function RotateKey({
 }) {
   const [grace, setGrace] = useState(24);
   const live = client.keys.filter((k) => k.state === "active" || k.state === "grace").length;
+  const graceEnd = useTimeText()(new Date(Date.now() + grace * 3_600_000), "min");
   return (
     <ConfirmDialog
       trigger={
@@ -56,7 +55,7 @@ function RotateKey({
         A new key is issued and shown once. {client.name}&apos;s {live} working key{live === 1 ? "" : "s"}{" "}
         {grace === 0
           ? "stop working at once: requests still sending them get 401."
-          : `keep working for ${graceLabel(grace)} (until about ${graceEnd(grace)}), then stop.`}
+          : `keep working for ${graceLabel(grace)} (until about ${graceEnd}), then stop.`}
       </p>
       <label className="field">
         Grace period when rotating
@@ -155,14 +154,20 @@ export function ApiClients() {
                       <td>
                         <code>{key.keyPrefix}…</code>
                       </td>
-                      <td>{absolute(key.createdAt)}</td>
+                      <td>
+                        <TimeText date={key.createdAt} />
+                      </td>
                       <td>{key.state}</td>
                       <td>
-                        {key.state === "revoked"
-                          ? `revoked ${absolute(key.revokedAt)}`
-                          : key.expiresAt
-                            ? absolute(key.expiresAt)
-                            : "—"}
+                        {key.state === "revoked" ? (
+                          <>
+                            revoked <TimeText date={key.revokedAt} />
+                          </>
+                        ) : key.expiresAt ? (
+                          <TimeText date={key.expiresAt} />
+                        ) : (
+                          "—"
+                        )}
                       </td>
                       <td>
                         {(key.state === "active" || key.state === "grace") && (

@@ -93,8 +93,22 @@ export function CustomerSearch() {
 
 type Charge = RouterOutputs["customers"]["charges"]["charges"][number];
 
+/** A settlement this much after the request is said (the sweeper finished it, or a retry did). */
+const LATE_SETTLEMENT_MS = 2_000;
+
+/** When the customer paid (the request arrived), and when the charge was settled if that was notably later. */
+function PaidAt({ requestedAt, settledAt }: { requestedAt: Date; settledAt: Date }) {
+  const late = settledAt.getTime() - requestedAt.getTime();
+  return (
+    <>
+      <Time date={requestedAt} />
+      {late > LATE_SETTLEMENT_MS && <span className="muted block text-xs">settled {formatGap(late)} later</span>}
+    </>
+  );
+}
+
 const chargeColumns: ColumnDef<Charge>[] = [
-  { header: "When", cell: ({ row }) => <Time date={row.original.createdAt} /> },
+  { header: "Paid", cell: ({ row }) => <PaidAt {...row.original} /> },
   { header: "Amount", cell: ({ row }) => formatMoney(row.original.amountCents, row.original.currency) },
   {
     header: "Status",
@@ -185,9 +199,11 @@ export function CustomerView({ customerId }: { customerId: string }) {
           </>
         }
       >
-        Every charge of this customer, newest first. A charge is highlighted when another succeeded charge of the same
-        client, amount and currency came within the window and the two requests show a retry: identical without a key,
-        or identical under a new key moments later. Different requests are two purchases, not highlighted.
+        Every charge of this customer, newest first by when the customer paid (its request arrived). A charge is
+        highlighted when another succeeded charge of the same client, amount and currency came within the window and the
+        two requests show a retry: identical, the second sent before the client had the first&apos;s answer. Different
+        requests are two purchases; an identical one sent after the first was answered is a repeat purchase. Neither is
+        highlighted.
       </PageHeader>
       <UrlCheck parsers={{ window: parseAsInteger }} />
       <div className="flex flex-wrap items-end justify-between gap-3">
@@ -259,8 +275,8 @@ export function ChargeDetail({ id }: { id: string }) {
             <p role="status" className="card warn" data-testid="duplicate-warning">
               {c.possibleDuplicateOf.evidence.label}:{" "}
               <Link href={`/admin/charges/${c.possibleDuplicateOf.id}`}>{c.possibleDuplicateOf.id}</Link> charged the
-              same customer the same amount {formatGap(Math.abs(c.possibleDuplicateOf.gapMs))} apart (
-              <Time date={c.possibleDuplicateOf.createdAt} />
+              same customer the same amount, the two requests {formatGap(Math.abs(c.possibleDuplicateOf.gapMs))} apart (
+              <Time date={c.possibleDuplicateOf.requestedAt} />
               ). {c.possibleDuplicateOf.evidence.description}
             </p>
           )}
@@ -272,9 +288,13 @@ export function ChargeDetail({ id }: { id: string }) {
               {c.status}
               {c.failureCode && ` (${c.failureCode})`}
             </dd>
-            <dt>When</dt>
+            <dt>Paid (request arrived)</dt>
             <dd>
-              <Time date={c.createdAt} />
+              <Time date={c.requestedAt} precision="ms" />
+            </dd>
+            <dt>Settled</dt>
+            <dd>
+              <Time date={c.settledAt} precision="ms" />
             </dd>
             <dt>Customer</dt>
             <dd>
@@ -308,17 +328,7 @@ export function ChargeDetail({ id }: { id: string }) {
               <code className="break-all">{c.gatewayIdempotencyKey}</code>
             </dd>
           </dl>
-          <ChargeRefunds
-            chargeId={c.id}
-            evidence={
-              c.possibleDuplicateOf && (
-                <p className="m-0">
-                  Evidence: <code>{c.possibleDuplicateOf.id}</code> charged the same customer the same amount{" "}
-                  <Time date={c.possibleDuplicateOf.createdAt} />.
-                </p>
-              )
-            }
-          />
+          <ChargeRefunds chargeId={c.id} />
         </>
       )}
     </QueryState>

@@ -8,7 +8,6 @@ import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
 import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { formatGap, formatMoney } from "../../_components/format";
-import { RefundSlot } from "../../_components/RefundSlot";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { DateRange } from "../../_components/ui/DateRange";
 import { LiveRegion } from "../../_components/ui/LiveRegion";
@@ -17,6 +16,7 @@ import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
 import { WINDOWS } from "./Customers";
 import { EvidenceBadge, PairRequests } from "./PairEvidence";
+import { RefundDialog } from "./Refunds";
 
 type Item = RouterOutputs["customers"]["duplicates"]["items"][number];
 
@@ -24,7 +24,7 @@ const EVIDENCE_FILTERS = ["all", "likely", "two_purchases"] as const;
 const EVIDENCE_LABELS = { all: "any", likely: "likely double charges", two_purchases: "two purchases" };
 
 const columns: ColumnDef<Item>[] = [
-  { header: "When", cell: ({ row }) => <Time date={row.original.createdAt} /> },
+  { header: "Paid again", cell: ({ row }) => <Time date={row.original.requestedAt} /> },
   { header: "Evidence", cell: ({ row }) => <EvidenceBadge evidence={row.original.evidence} /> },
   {
     header: "Customer",
@@ -39,7 +39,7 @@ const columns: ColumnDef<Item>[] = [
   {
     header: "Action",
     cell: ({ row: { original: p } }) =>
-      p.evidence.likely ? <RefundSlot chargeId={p.id} evidence={p.evidence.key} /> : null,
+      p.evidence.likely ? <RefundDialog chargeId={p.id} label="Refund the second charge…" /> : null,
   },
 ];
 
@@ -68,9 +68,10 @@ export function Duplicates() {
   return (
     <>
       <PageHeader title="Possible duplicate charges">
-        Succeeded charges of the same client, customer, amount and currency closer together than the window, newest
-        first, each with what its two requests show: identical requests without a key, or under a new key moments later,
-        are likely double charges (highlighted); different requests are two purchases. Found by the sweeper.{" "}
+        Succeeded charges of the same client, customer, amount and currency paid closer together than the window, newest
+        first, each with what its two requests show: identical requests, the second sent before the client had the
+        first&apos;s answer, are likely double charges (highlighted); different requests are two purchases, and an
+        identical one sent after the answer a repeat purchase. Found by the sweeper.{" "}
         <Link href="/admin/incident">Incident view</Link>
       </PageHeader>
       <UrlCheck parsers={{ window: parseAsInteger }} />
@@ -103,7 +104,7 @@ export function Duplicates() {
             ))}
           </select>
         </label>
-        <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} what="Charged" />
+        <DateRange since={params.since} until={params.until} onChange={(r) => void setParams(r)} what="Paid" />
       </section>
       <p className="muted m-0 text-sm">
         Charges checked up to:{" "}

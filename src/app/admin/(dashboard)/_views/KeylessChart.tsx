@@ -14,14 +14,17 @@ import {
   YAxis,
 } from "recharts";
 import type { RouterOutputs } from "~/trpc/react";
-import { absolute, percent } from "../../_components/format";
+import { percent, zonedTime } from "../../_components/format";
+import { useZone } from "../../_components/timeZone";
+import { TimeText, useTimeText } from "../../_components/ui/Time";
 
 type Series = RouterOutputs["rollout"]["series"];
 
 const COLOURS = ["#1e293b", "#b45309", "#4f46e5", "#047857", "#be123c", "#0369a1", "#6d28d9"];
 
-const tick = (granularity: "hour" | "day") => (t: number) =>
-  granularity === "hour" ? new Date(t).toISOString().slice(11, 16) : new Date(t).toISOString().slice(5, 10);
+/** An axis label in the screen's time zone: the hour ("14:00") or the day ("12-04"). */
+const tick = (granularity: "hour" | "day", zone: string) => (t: number) =>
+  granularity === "hour" ? zonedTime(new Date(t), zone).slice(11, 16) : zonedTime(new Date(t), zone).slice(5, 10);
 
 /** Up to 100 %, in steps a reader can add up: the top tick is always drawn (and labelled, never clipped). */
 function axisTicks(max: number): number[] {
@@ -52,6 +55,8 @@ export function KeylessChart({
   /** The money route shown, or null for all of them. */
   route: string | null;
 }) {
+  const zone = useZone()?.zone ?? "UTC";
+  const timeText = useTimeText();
   const rows = series.all.map((p, i) => {
     const row: Record<string, number | null> = {
       t: p.bucket.getTime(),
@@ -83,8 +88,8 @@ export function KeylessChart({
     <figure className="m-0 min-w-0">
       <figcaption className="mb-2 text-sm muted break-words">
         Share of {route ?? "money requests (every route)"} accepted without an Idempotency-Key (keyless accepted against
-        keyed operations; refused requests are not in it), per {granularity.replace("hour", "hour (UTC)")}, in % (axis
-        up to {top} %), from {absolute(series.since)}
+        keyed operations; refused requests are not in it), per {granularity}, in % (axis up to {`${top} %`}), from{" "}
+        <TimeText date={series.since} />
         {shortHistory ? ", when the counts begin" : ""}. Gaps are {unit} without any traffic ({noTraffic} of{" "}
         {rows.length}); the shaded band is the safe-to-enforce window; dashed vertical lines are switches of the mode (
         {switches.length}){rows.length > 2 ? "; drag the brush below the chart to zoom" : ""}. The header can be
@@ -99,7 +104,7 @@ export function KeylessChart({
               type="number"
               scale="time"
               domain={[first, last]}
-              tickFormatter={tick(granularity)}
+              tickFormatter={tick(granularity, zone)}
               stroke="#475569"
               minTickGap={24}
             />
@@ -145,7 +150,7 @@ export function KeylessChart({
               />
             ))}
             <Tooltip
-              labelFormatter={(t) => absolute(new Date(Number(t)))}
+              labelFormatter={(t) => timeText(new Date(Number(t)))}
               formatter={(value, name) => [
                 value === null || value === undefined ? "no traffic" : `${Number(value).toFixed(1)} %`,
                 name,
@@ -173,7 +178,13 @@ export function KeylessChart({
               />
             ))}
             {rows.length > 2 && (
-              <Brush dataKey="t" height={24} stroke="#4f46e5" tickFormatter={tick(granularity)} travellerWidth={10} />
+              <Brush
+                dataKey="t"
+                height={24}
+                stroke="#4f46e5"
+                tickFormatter={tick(granularity, zone)}
+                travellerWidth={10}
+              />
             )}
           </LineChart>
         </ResponsiveContainer>
@@ -198,7 +209,9 @@ export function KeylessChart({
             <tbody>
               {series.all.map((p) => (
                 <tr key={p.bucket.getTime()}>
-                  <td>{absolute(p.bucket)}</td>
+                  <td>
+                    <TimeText date={p.bucket} />
+                  </td>
                   <td>{p.keyed}</td>
                   <td>{p.keyedAttempts}</td>
                   <td>{p.keyless}</td>

@@ -6,13 +6,12 @@ import { parseAsBoolean, useQueryState } from "nuqs";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
 import { UrlCheck } from "../../_components/ui/UrlProblems";
-import { absolute } from "../../_components/format";
 import { Badge } from "../../_components/ui/Badge";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 import { LoadMore } from "../../_components/ui/DataTable";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
-import { Time } from "../../_components/ui/Time";
+import { Time, TimeText } from "../../_components/ui/Time";
 
 type Mismatch = RouterOutputs["ledger"]["mismatches"]["items"][number];
 
@@ -79,8 +78,8 @@ export function Ledger() {
             {s.lastRun ? (
               <>
                 <p className="m-0">
-                  <Time date={s.lastRun.startedAt} /> on {s.lastRun.instance},{" "}
-                  {`window ${absolute(s.lastRun.windowStart)} to ${absolute(s.lastRun.windowEnd)}`}
+                  <Time date={s.lastRun.startedAt} /> on {s.lastRun.instance}, window{" "}
+                  <TimeText date={s.lastRun.windowStart} /> to <TimeText date={s.lastRun.windowEnd} />
                   {s.lastRun.error ? (
                     <span className="bad"> — failed: {s.lastRun.error}</span>
                   ) : !s.lastRun.finishedAt ? (
@@ -97,7 +96,7 @@ export function Ledger() {
               </>
             ) : (
               <p className="m-0 muted">
-                No reconciliation has run yet (the sweeper runs one every RECONCILE_INTERVAL_MS; `npm run reconcile`).
+                No reconciliation has run yet (the sweeper runs one regularly; engineers can run one at once).
               </p>
             )}
             <p className={`m-0 font-medium ${s.openMismatches === 0 ? "good" : "bad"}`} data-testid="open-mismatches">

@@ -31,6 +31,8 @@ const PHASES = [
   "abandoned",
 ] as const;
 const STATUSES = ["201", "402", "500", "none"] as const;
+/** Why the sweeper abandoned a record (src/server/requests/phaseDisplay.ts words them). */
+const ABANDONED = { no_trace: "no trace at the gateway", refused: "the gateway refused it" } as const;
 const HOUR = 3_600_000;
 const noLanding = { q: "", matches: [] };
 
@@ -41,6 +43,7 @@ const filterParams = {
   route: parseAsString,
   client: parseAsInteger,
   customer: parseAsString,
+  abandoned: parseAsStringLiteral(["no_trace", "refused"] as const),
   since: parseAsIsoDateTime,
   until: parseAsIsoDateTime,
   q: parseAsString,
@@ -58,6 +61,15 @@ const columns: ColumnDef<Item>[] = [
     ),
   },
   { header: "State", cell: ({ row }) => <PhaseBadge phase={row.original.phase} /> },
+  {
+    header: "Abandoned because",
+    cell: ({ row }) =>
+      row.original.phase.because ? (
+        <span data-testid="abandoned-because">{row.original.phase.because}</span>
+      ) : (
+        <span className="muted">—</span>
+      ),
+  },
   { header: "Status", cell: ({ row }) => row.original.responseStatus ?? <span className="muted">—</span> },
   { header: "Client", cell: ({ row }) => row.original.apiClient.name },
   {
@@ -97,6 +109,7 @@ export function RequestLog() {
     route: params.route ?? undefined,
     apiClientId: params.client ?? undefined,
     customerId: params.customer?.trim() || undefined,
+    abandoned: params.abandoned ?? undefined,
     since: params.since ?? undefined,
     until: params.until ?? undefined,
   };
@@ -147,7 +160,8 @@ export function RequestLog() {
           void land(String(new FormData(e.currentTarget).get("q") ?? "").trim());
         }}
       >
-        <label className="field min-w-0 flex-1">
+        {/* The whole width on a phone, whatever else the row holds (the "Clear search" button after a search). */}
+        <label className="field min-w-0 basis-full sm:basis-0 sm:flex-1">
           Search by an idempotency key, charge id, refund id, request id (req_…) or customer id, or its start
           {/* Uncontrolled, read when the form is sent: what someone typed before the page came alive stays. */}
           <input
@@ -223,6 +237,21 @@ export function RequestLog() {
               </select>
             </label>
             <label className="field">
+              Abandoned because
+              <select
+                className="input"
+                value={params.abandoned ?? ""}
+                onChange={(e) => void setParams({ abandoned: (e.target.value || null) as never })}
+              >
+                <option value="">any</option>
+                {Object.entries(ABANDONED).map(([value, words]) => (
+                  <option key={value} value={value}>
+                    {words}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
               Route
               <select
                 className="input"
@@ -286,6 +315,7 @@ export function RequestLog() {
                     route: null,
                     client: null,
                     customer: null,
+                    abandoned: null,
                     since: null,
                     until: null,
                   })

@@ -5,13 +5,13 @@ import type { ColumnDef } from "@tanstack/react-table";
 import { parseAsArrayOf, parseAsInteger, parseAsString, parseAsStringLiteral, useQueryStates } from "nuqs";
 import type { RouterOutputs } from "~/trpc/react";
 import { useTRPC } from "~/trpc/react";
-import { absolute, percent } from "../../_components/format";
+import { percent } from "../../_components/format";
 import { Badge } from "../../_components/ui/Badge";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 import { DataTable, LoadMore } from "../../_components/ui/DataTable";
 import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
-import { Time } from "../../_components/ui/Time";
+import { Time, TimeText, useTimeText } from "../../_components/ui/Time";
 import { UrlCheck } from "../../_components/ui/UrlProblems";
 import { userMessage } from "../../_components/errorMessage";
 import { KeylessChart } from "./KeylessChart";
@@ -151,7 +151,8 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
   const attempts = s.keyedAttemptsInWindow.toLocaleString("en");
   const operations = s.evidence.keyedInWindow.toLocaleString("en");
   const keyed = `${operations} keyed operations (${attempts} HTTP attempts with retries)`;
-  const since = absolute(s.lastHourFrom).slice(11, 16);
+  const timeText = useTimeText();
+  const since = timeText(s.lastHourFrom, "min").slice(11);
   return (
     <section className="card space-y-2" data-testid="mode-panel" aria-label="Mode">
       <p className="m-0 text-lg">
@@ -185,7 +186,7 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
                     <span key={b.apiClientId}>
                       {i > 0 && ", "}
                       <strong>{b.name}</strong> ({b.keyless.toLocaleString("en")} keyless accepted, clean from{" "}
-                      {absolute(b.cleanAt)} if it stops now)
+                      <TimeText date={b.cleanAt} /> if it stops now)
                     </span>
                   ))}
                 </li>
@@ -193,17 +194,19 @@ function Decision({ s, engineer, roleKnown }: { s: Status; engineer: boolean; ro
               {!s.evidence.enoughKeyed && (
                 <li>
                   Too little evidence: {keyed} in the last {s.windowHours} h, at least{" "}
-                  {s.evidence.minKeyed.toLocaleString("en")} operations are needed (SAFE_TO_ENFORCE_MIN_KEYED).
+                  {s.evidence.minKeyed.toLocaleString("en")} operations are needed.
                 </li>
               )}
               {!s.evidence.enoughHistory && (
                 <li>
                   Too short a history: counts go back {Math.floor(s.evidence.observedHours)} h, at least{" "}
-                  {s.evidence.minHoursObserved} h are needed (SAFE_TO_ENFORCE_MIN_HOURS_OBSERVED).
+                  {s.evidence.minHoursObserved} h are needed.
                 </li>
               )}
               {s.safeAt && (
-                <li>Earliest it could turn safe if the blocking clients stopped now: {absolute(s.safeAt)}.</li>
+                <li>
+                  Earliest it could turn safe if the blocking clients stopped now: <TimeText date={s.safeAt} />.
+                </li>
               )}
             </ul>
           </>
@@ -312,9 +315,7 @@ const CLIENT_COLUMNS: ColumnDef<ClientRow>[] = [
       c.enforced === "global" ? (
         <Badge tone="ok">required (global)</Badge>
       ) : c.enforced === "client" ? (
-        <Badge tone="ok" title={`since ${absolute(c.keyRequiredSince)}`}>
-          required for this client
-        </Badge>
+        <RequiredSince since={c.keyRequiredSince} />
       ) : (
         <Badge>optional</Badge>
       ),
@@ -331,7 +332,7 @@ const CLIENT_COLUMNS: ColumnDef<ClientRow>[] = [
       row.original.enforced ? (
         <span className="good">enforced</span>
       ) : row.original.cleanAt ? (
-        absolute(row.original.cleanAt)
+        <TimeText date={row.original.cleanAt} />
       ) : row.original.blocking ? (
         ""
       ) : (
@@ -339,19 +340,30 @@ const CLIENT_COLUMNS: ColumnDef<ClientRow>[] = [
       ),
   },
 ];
+/** The switch beside the client's name: at the end of the row it was off the screen at 1280 px. */
 const CLIENT_COLUMNS_WITH_SWITCH: ColumnDef<ClientRow>[] = [
-  ...CLIENT_COLUMNS,
+  CLIENT_COLUMNS[0]!,
   { id: "action", header: "Action", cell: ({ row }) => <ClientSwitch c={row.original} /> },
+  ...CLIENT_COLUMNS.slice(1),
 ];
+
+function RequiredSince({ since }: { since: Date | null }) {
+  return (
+    <Badge tone="ok" title={`since ${useTimeText()(since)}`}>
+      required for this client
+    </Badge>
+  );
+}
 
 function ClientTable({ s, engineer }: { s: Status; engineer: boolean }) {
   const columns = engineer && s.mode === "optional" ? CLIENT_COLUMNS_WITH_SWITCH : CLIENT_COLUMNS;
+  const timeText = useTimeText();
   return (
     <section className="space-y-2" aria-label="By API client">
       <h2>By API client</h2>
       <DataTable
         caption={
-          `Requests in the last ${s.windowHours} h (since ${absolute(s.windowStart)}), ` +
+          `Requests in the last ${s.windowHours} h (since ${timeText(s.windowStart)}), ` +
           "blocking clients highlighted"
         }
         columns={columns}
@@ -422,7 +434,8 @@ function ModeChanges() {
               {items.map((e) => (
                 <li key={e.id}>
                   <Time date={e.createdAt} />: {e.actor} switched{" "}
-                  {e.scope === "global" ? "the global mode" : `client #${e.targetId}`} {e.from} → {e.to}
+                  {e.scope === "global" ? "the global mode" : (e.clientName ?? `client #${e.targetId}`)} {e.from} →{" "}
+                  {e.to}
                   {e.reason && <span className="muted"> — “{e.reason}”</span>}
                 </li>
               ))}

@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "~/trpc/react";
-import { absolute } from "../../_components/format";
+import { TimeText } from "../../_components/ui/Time";
 import { userMessage } from "../../_components/errorMessage";
 import { OneTimeSecret } from "../../_components/OneTimeSecret";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
@@ -171,7 +171,15 @@ export function Staff() {
                     )}
                   </td>
                   <td>{u.activeSessions}</td>
-                  <td>{u.disabledAt ? `disabled ${absolute(u.disabledAt)}` : "active"}</td>
+                  <td>
+                    {u.disabledAt ? (
+                      <>
+                        disabled <TimeText date={u.disabledAt} />
+                      </>
+                    ) : (
+                      "active"
+                    )}
+                  </td>
                   <td>
                     <ConfirmDialog
                       trigger={

@@ -1,13 +1,14 @@
 "use client";
 
 import { Dialog } from "radix-ui";
-import { useState, type ReactNode } from "react";
+import { useRef, useState, type ReactNode } from "react";
 
 /**
  * A confirmation that shows what will happen and, unless `askReason` is false,
  * asks why (the reason goes to the audit log). Nothing changes until its
  * button is pressed: the guard of every privilege, access and mode change.
- * Radix Dialog: focus trapped inside, Escape closes, the trigger gets focus back.
+ * Radix Dialog: focus trapped inside, Escape closes, the trigger gets focus back. It opens on its first field,
+ * not on the first focusable thing (a time in the text would open its tooltip over the words).
  */
 export function ConfirmDialog({
   trigger,
@@ -19,6 +20,8 @@ export function ConfirmDialog({
   error,
   askReason = true,
   reasonLabel = "Reason (kept in the audit log)",
+  ready = true,
+  onOpenChange,
 }: {
   trigger: ReactNode;
   title: string;
@@ -29,21 +32,34 @@ export function ConfirmDialog({
   error: string | null;
   askReason?: boolean;
   reasonLabel?: string;
+  /** Whether the choices in `children` allow confirming yet. */
+  ready?: boolean;
+  onOpenChange?: (open: boolean) => void;
 }) {
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState("");
+  const content = useRef<HTMLDivElement>(null);
   return (
     <Dialog.Root
       open={open}
       onOpenChange={(next) => {
         setOpen(next);
         if (!next) setReason("");
+        onOpenChange?.(next);
       }}
     >
       <Dialog.Trigger asChild>{trigger}</Dialog.Trigger>
       <Dialog.Portal>
         <Dialog.Overlay className="fixed inset-0 bg-slate-900/50" />
         <Dialog.Content
+          ref={content}
+          onOpenAutoFocus={(e) => {
+            const first = content.current?.querySelector<HTMLElement>("input, select, textarea");
+            if (first) {
+              e.preventDefault();
+              first.focus();
+            }
+          }}
           className={
             "fixed top-1/2 left-1/2 max-h-[90vh] w-[min(36rem,calc(100vw-2rem))] -translate-x-1/2 -translate-y-1/2 " +
             "overflow-y-auto rounded-lg bg-white p-5 shadow-xl"
@@ -58,7 +74,10 @@ export function ConfirmDialog({
             onSubmit={async (e) => {
               e.preventDefault();
               await onConfirm(reason.trim()).then(
-                () => setOpen(false),
+                () => {
+                  setOpen(false);
+                  onOpenChange?.(false);
+                },
                 () => {},
               );
             }}
@@ -87,7 +106,11 @@ export function ConfirmDialog({
                   Cancel
                 </button>
               </Dialog.Close>
-              <button type="submit" className="btn" disabled={pending || (askReason && reason.trim().length < 3)}>
+              <button
+                type="submit"
+                className="btn"
+                disabled={pending || !ready || (askReason && reason.trim().length < 3)}
+              >
                 {confirmLabel}
               </button>
             </div>

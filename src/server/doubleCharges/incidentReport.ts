@@ -18,8 +18,8 @@ export function gapHistogram(gapsMs: number[]) {
   return first < 0 ? [] : buckets.slice(first, last + 1);
 }
 
-/** What the CSV needs of a pair (incident.ts presents them so). */
-export type CsvPair = {
+/** What the CSV needs of a case (incident.ts presents them so). */
+export type CsvCase = {
   id: string;
   earlierId: string;
   customerId: string;
@@ -28,8 +28,13 @@ export type CsvPair = {
   gapMs: number;
   amountCents: number;
   currency: string;
-  createdAt: Date;
-  requests: { later: { idempotencyKey: string | null } | null; earlier: { idempotencyKey: string | null } | null };
+  requestedAt: Date;
+  earlierRequestedAt: Date;
+  status: {
+    state: string;
+    firstRefund: { chargeId: string; by: string; at: Date; notes: { note: string }[] } | null;
+    leftCents: number;
+  };
 };
 
 const csvCell = (v: unknown) => {
@@ -39,35 +44,57 @@ const csvCell = (v: unknown) => {
   return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 };
 
-/** The incident's pairs as CSV (RFC 4180), one line per pair, times in UTC. */
-export function incidentCsv(result: { customers: { pairs: CsvPair[] }[] }): string {
+/** A case's state in words, as the work list says it. */
+export const CASE_STATES: Record<string, string> = {
+  to_refund: "not refunded",
+  refunding: "refund in flight",
+  refunded: "refunded",
+  both_refunded: "both charges refunded",
+};
+
+/**
+ * The incident's cases as CSV (RFC 4180), one line per case, the work list's columns (the two charges and the
+ * refund spelled out), times in UTC.
+ */
+export function incidentCsv(result: { cases: CsvCase[] }): string {
   const header = [
     "customer_id",
     "api_client",
     "evidence",
-    "gap_seconds",
     "amount",
     "currency",
-    "charge_id",
-    "charged_at_utc",
-    "earlier_charge_id",
-    "later_idempotency_key",
-    "earlier_idempotency_key",
+    "gap_seconds",
+    "first_request_at_utc",
+    "second_request_at_utc",
+    "first_charge_id",
+    "second_charge_id",
+    "refund",
+    "refunded_charge_id",
+    "refunded_by",
+    "refunded_at_utc",
+    "refund_note",
+    "left_to_give_back",
   ];
-  const lines = result.customers.flatMap((c) =>
-    c.pairs.map((p) => [
-      p.customerId,
-      p.apiClient.name,
-      p.evidence.label,
-      (p.gapMs / 1000).toFixed(3),
-      (p.amountCents / 100).toFixed(2),
-      p.currency,
-      p.id,
-      p.createdAt,
-      p.earlierId,
-      p.requests.later?.idempotencyKey ?? "",
-      p.requests.earlier?.idempotencyKey ?? "",
-    ]),
-  );
+  const lines = result.cases.map((c) => {
+    const refund = c.status.firstRefund;
+    return [
+      c.customerId,
+      c.apiClient.name,
+      c.evidence.label,
+      (c.amountCents / 100).toFixed(2),
+      c.currency,
+      (c.gapMs / 1000).toFixed(3),
+      c.earlierRequestedAt,
+      c.requestedAt,
+      c.earlierId,
+      c.id,
+      CASE_STATES[c.status.state] ?? c.status.state,
+      refund?.chargeId,
+      refund?.by,
+      refund?.at,
+      refund?.notes[0]?.note,
+      (c.status.leftCents / 100).toFixed(2),
+    ];
+  });
   return `${[header, ...lines].map((l) => l.map(csvCell).join(",")).join("\r\n")}\r\n`;
 }
