@@ -189,6 +189,7 @@ describe("the dashboard's queries at a realistic size", () => {
       ["requests.resolve customer", () => s.requests.resolve({ q: customer })],
       ["rollout.status", () => s.rollout.status()],
       ["rollout.series hour", () => s.rollout.series({ granularity: "hour" })],
+      ["rollout.series minute client", () => s.rollout.series({ granularity: "minute", clientIds: [clientId] })],
       ["rollout.series day client", () => s.rollout.series({ granularity: "day", clientIds: [clientId] })],
       ["rollout.modeChanges", () => s.rollout.modeChanges({})],
       ["ledger.status", () => s.ledger.status()],

@@ -4,6 +4,7 @@
  * within a second).
  */
 import assert from "node:assert/strict";
+import { automaticGranularity } from "~/server/rollout/granularity";
 import { after, before, describe, test } from "node:test";
 import { TRPCError } from "@trpc/server";
 import type { SessionUser } from "~/server/auth/session";
@@ -261,6 +262,29 @@ describe("tRPC procedures", () => {
     }
     const daily = await as(support).rollout.series({ granularity: "day" });
     assert.ok(daily.all.length >= 1 && daily.since >= daily.spanStart);
+  });
+
+  test("rollout series in the first hours: per minute, from the records; attempts and refusals not known", async () => {
+    const fresh = await newApiClient("trpc-minutes");
+    await postCharge({ apiKey: fresh.apiKey, body: chargeBody() });
+    const key = uniqueKey();
+    await postCharge({ apiKey: fresh.apiKey, key, body: chargeBody() });
+    await postCharge({ apiKey: fresh.apiKey, key: uniqueKey(), body: chargeBody() });
+    const series = await as(support).rollout.series({ granularity: "minute", clientIds: [fresh.id] });
+    assert.equal(series.granularity, "minute");
+    const points = series.clients[0]!.points;
+    const minutes = (points.at(-1)!.bucket.getTime() - series.since.getTime()) / 60_000 + 1;
+    assert.equal(points.length, minutes, "every minute from the first to now");
+    assert.ok(points.length <= 121 && series.since >= series.spanStart);
+    const sum = (k: "keyed" | "keyless") => points.reduce((n, p) => n + p[k], 0);
+    assert.deepEqual([sum("keyed"), sum("keyless")], [2, 1], "operations and keyless requests, from their records");
+    assert.ok(points.every((p) => p.keyedAttempts === null && p.rejected === null));
+    // Left to choose, the chart goes per minute while the counts are a few hours old.
+    const auto = await as(support).rollout.series({ clientIds: [fresh.id] });
+    const first = (await db.requestCountBucket.aggregate({ _min: { bucketStart: true } }))._min.bucketStart;
+    const folded = (await db.requestCountHour.aggregate({ _min: { bucketStart: true } }))._min.bucketStart;
+    const earliest = [first, folded].filter((d): d is Date => d !== null).sort((a, b) => +a - +b)[0] ?? null;
+    assert.equal(auto.granularity, automaticGranularity(earliest, new Date()));
   });
 
   test("sweep status reports the table without counting it", async () => {

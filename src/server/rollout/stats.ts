@@ -12,14 +12,11 @@ import { env } from "~/env";
 import { db } from "~/server/db";
 import { toDate } from "~/lib/sqlDate";
 import { hourBucket } from "./counters";
+import { automaticGranularity, DAY, type Granularity, HOUR, MINUTE, SERIES_SPAN } from "./granularity";
 import { getIdempotencyMode } from "./mode";
 
-export type Granularity = "hour" | "day";
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
-/** How far back the chart goes at each granularity. */
-export const SERIES_SPAN = { hour: 48 * HOUR, day: 30 * DAY } as const;
+export type { Granularity };
+export { SERIES_SPAN };
 /** At most this many clients get a line of their own in the chart. */
 export const MAX_CHART_CLIENTS = 6;
 
@@ -30,27 +27,27 @@ export type SeriesPoint = {
   bucket: Date;
   /** Keyed operations. */
   keyed: number;
-  /** Keyed HTTP requests, retries included. */
-  keyedAttempts: number;
+  /** Keyed HTTP requests, retries included (null per minute: only the hourly counts know them). */
+  keyedAttempts: number | null;
   /** Accepted keyless requests. */
   keyless: number;
-  /** Refused keyless requests (not in the share). */
-  rejected: number;
+  /** Refused keyless requests, not in the share (null per minute: a refused request leaves no record). */
+  rejected: number | null;
   /** null when there was no traffic at all: not the same as 0 % keyless. */
   keylessShare: number | null;
 };
 
+const STEP = { minute: MINUTE, hour: HOUR, day: DAY } as const;
+
 function bucketStarts(granularity: Granularity, since: Date, until: Date): Date[] {
-  const start = new Date(since);
-  if (granularity === "hour") start.setUTCMinutes(0, 0, 0);
-  else start.setUTCHours(0, 0, 0, 0);
-  const step = granularity === "hour" ? HOUR : DAY;
+  const start = startOf(granularity, since);
+  const step = STEP[granularity];
   const starts: Date[] = [];
   for (let t = start.getTime(); t <= until.getTime(); t += step) starts.push(new Date(t));
   return starts;
 }
 
-type CountRow = { bucket: Date | string; keyed: Num; keyedAttempts: Num; keyless: Num; rejected: Num };
+type CountRow = { bucket: Date | string; keyed: Num; keyedAttempts?: Num; keyless: Num; rejected?: Num };
 
 /**
  * Every count of the hours that match `where` (on api_client_id and
@@ -86,6 +83,22 @@ function countsSql(granularity: Granularity, clientIds: number[] | null, from: D
   const sums =
     "SUM(keyed) AS keyed, SUM(keyed_attempts) AS keyedAttempts, SUM(keyless) AS keyless, " +
     "SUM(keyless_rejected) AS rejected";
+  if (granularity === "minute") {
+    // The first hours of a history are one dot per hour: per minute, from the request records themselves (every
+    // accepted request keeps one for at least a key's lifetime; a keyed operation is one record, its retries none).
+    const recordClientIn = clientIn
+      .replaceAll("route = ?", "r.route = ?")
+      .replaceAll("api_client_id", "r.api_client_id");
+    return {
+      sql: `SELECT ${clientIds ? "r.api_client_id AS clientId, " : ""}
+                   DATE_FORMAT(r.created_at, '%Y-%m-%d %H:%i:00') AS bucket,
+                   SUM(r.idempotency_key IS NOT NULL) AS keyed, SUM(r.idempotency_key IS NULL) AS keyless
+              FROM idempotent_requests r
+             WHERE ${recordClientIn}r.created_at >= ?
+             GROUP BY ${groupClient}bucket ORDER BY bucket`,
+      values: [...clientValues, from],
+    };
+  }
   if (granularity === "hour") {
     const counted = hourlyCounts(`${clientIn}bucket_start >= ?`, [...clientValues, from]);
     return {
@@ -115,19 +128,22 @@ function fill(granularity: Granularity, since: Date, now: Date, rows: CountRow[]
     const r = counted.get(bucket.getTime());
     const keyed = n(r?.keyed ?? 0);
     const keyless = n(r?.keyless ?? 0);
+    const perMinute = granularity === "minute";
     return {
       bucket,
       keyed,
-      keyedAttempts: n(r?.keyedAttempts ?? 0),
+      keyedAttempts: perMinute ? null : n(r?.keyedAttempts ?? 0),
       keyless,
-      rejected: n(r?.rejected ?? 0),
+      rejected: perMinute ? null : n(r?.rejected ?? 0),
       keylessShare: keyed + keyless === 0 ? null : keyless / (keyed + keyless),
     };
   });
 }
 
-const startOf = (granularity: Granularity, at: Date) =>
-  granularity === "hour" ? hourBucket(at) : new Date(new Date(at).setUTCHours(0, 0, 0, 0));
+function startOf(granularity: Granularity, at: Date): Date {
+  if (granularity === "minute") return new Date(Math.floor(at.getTime() / MINUTE) * MINUTE);
+  return granularity === "hour" ? hourBucket(at) : new Date(new Date(at).setUTCHours(0, 0, 0, 0));
+}
 
 /** The first hour anything was counted in (null: nothing yet). */
 async function firstCountedHour(): Promise<Date | null> {
@@ -163,13 +179,14 @@ async function modeChangesSince(from: Date) {
  * so that a short history fills the chart instead of sitting at its right edge.
  */
 export async function keylessSeries(
-  granularity: Granularity,
+  asked: Granularity | "auto",
   clientIds: number[],
   now = new Date(),
   route: string | null = null,
 ) {
-  const spanStart = startOf(granularity, new Date(now.getTime() - SERIES_SPAN[granularity]));
   const first = await firstCountedHour();
+  const granularity = asked === "auto" ? automaticGranularity(first, now) : asked;
+  const spanStart = startOf(granularity, new Date(now.getTime() - SERIES_SPAN[granularity]));
   const from = first && first > spanStart ? startOf(granularity, first) : spanStart;
   const allSql = countsSql(granularity, null, from, route);
   const clientsSql = countsSql(granularity, clientIds, from, route);
@@ -181,6 +198,7 @@ export async function keylessSeries(
     modeChangesSince(from),
   ]);
   return {
+    granularity,
     since: from,
     spanStart,
     modeChanges,

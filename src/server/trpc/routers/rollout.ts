@@ -19,7 +19,8 @@ export const rolloutRouter = createTRPCRouter({
   series: protectedProcedure
     .input(
       z.object({
-        granularity: z.enum(["hour", "day"]).default("hour"),
+        /** `auto`: per minute while the counts are a few hours old, else per hour (the answer says which). */
+        granularity: z.enum(["auto", "minute", "hour", "day"]).default("auto"),
         clientIds: z.array(z.number().int().positive()).max(MAX_CHART_CLIENTS).default([]),
         /** A money route as the records name it ("POST /api/refunds"); none: every route. */
         route: z.string().min(1).max(64).nullish(),

@@ -22,9 +22,14 @@ type Series = RouterOutputs["rollout"]["series"];
 
 const COLOURS = ["#1e293b", "#b45309", "#4f46e5", "#047857", "#be123c", "#0369a1", "#6d28d9"];
 
-/** An axis label in the screen's time zone: the hour ("14:00") or the day ("12-04"). */
-const tick = (granularity: "hour" | "day", zone: string) => (t: number) =>
-  granularity === "hour" ? zonedTime(new Date(t), zone).slice(11, 16) : zonedTime(new Date(t), zone).slice(5, 10);
+type Granularity = Series["granularity"];
+
+/** An axis label in the screen's time zone: the minute or hour ("14:05", "14:00") or the day ("12-04"). */
+const tick = (granularity: Granularity, zone: string) => (t: number) =>
+  granularity === "day" ? zonedTime(new Date(t), zone).slice(5, 10) : zonedTime(new Date(t), zone).slice(11, 16);
+
+/** Per minute the counts come from the request records: attempts and refused requests are not among them. */
+const counted = (n: number | null) => (n === null ? "—" : n);
 
 /** Up to 100 %, in steps a reader can add up: the top tick is always drawn (and labelled, never clipped). */
 function axisTicks(max: number): number[] {
@@ -49,7 +54,7 @@ export function KeylessChart({
   route,
 }: {
   series: Series;
-  granularity: "hour" | "day";
+  granularity: Granularity;
   names: Map<number, string>;
   windowStart: Date;
   /** The money route shown, or null for all of them. */
@@ -82,7 +87,7 @@ export function KeylessChart({
   const last = rows.at(-1)?.t ?? 0;
   const noTraffic = series.all.filter((p) => p.keylessShare === null).length;
   const switches = series.modeChanges.filter((m) => m.at.getTime() >= first);
-  const unit = granularity === "hour" ? "hours" : "days";
+  const unit = `${granularity}s`;
   const shortHistory = series.since.getTime() > series.spanStart.getTime();
   return (
     <figure className="m-0 min-w-0">
@@ -198,7 +203,7 @@ export function KeylessChart({
             </caption>
             <thead>
               <tr>
-                <th scope="col">{granularity === "hour" ? "Hour (UTC)" : "Day (UTC)"}</th>
+                <th scope="col">{{ minute: "Minute", hour: "Hour", day: "Day" }[granularity]}</th>
                 <th scope="col">Keyed operations</th>
                 <th scope="col">Keyed attempts</th>
                 <th scope="col">Keyless accepted</th>
@@ -213,9 +218,9 @@ export function KeylessChart({
                     <TimeText date={p.bucket} />
                   </td>
                   <td>{p.keyed}</td>
-                  <td>{p.keyedAttempts}</td>
+                  <td>{counted(p.keyedAttempts)}</td>
                   <td>{p.keyless}</td>
-                  <td>{p.rejected}</td>
+                  <td>{counted(p.rejected)}</td>
                   <td>{percent(p.keylessShare)}</td>
                 </tr>
               ))}

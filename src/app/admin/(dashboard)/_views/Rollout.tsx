@@ -17,7 +17,7 @@ import { userMessage } from "../../_components/errorMessage";
 import { KeylessChart } from "./KeylessChart";
 
 const URL_PARAMS = {
-  granularity: parseAsStringLiteral(["hour", "day"] as const),
+  granularity: parseAsStringLiteral(["auto", "minute", "hour", "day"] as const),
   clients: parseAsArrayOf(parseAsInteger),
   route: parseAsString,
 };
@@ -30,7 +30,7 @@ export function Rollout() {
   const trpc = useTRPC();
   const [params, setParams] = useQueryStates({
     ...URL_PARAMS,
-    granularity: URL_PARAMS.granularity.withDefault("hour"),
+    granularity: URL_PARAMS.granularity.withDefault("auto"),
     clients: URL_PARAMS.clients.withDefault([]),
   });
   const me = useQuery(trpc.account.me.queryOptions());
@@ -83,8 +83,12 @@ export function Rollout() {
                     className="input"
                     aria-label="Granularity"
                     value={params.granularity}
-                    onChange={(e) => void setParams({ granularity: e.target.value as "hour" | "day" })}
+                    onChange={(e) =>
+                      void setParams({ granularity: e.target.value as "auto" | "minute" | "hour" | "day" })
+                    }
                   >
+                    <option value="auto">per minute in the first hours, then hourly</option>
+                    <option value="minute">per minute, up to 2 h</option>
                     <option value="hour">hourly, up to 48 h</option>
                     <option value="day">daily, up to 30 days</option>
                   </select>
@@ -117,7 +121,7 @@ export function Rollout() {
                 {(data) => (
                   <KeylessChart
                     series={data}
-                    granularity={params.granularity}
+                    granularity={data.granularity}
                     windowStart={s.windowStart}
                     route={params.route}
                     names={new Map(s.clients.map((c) => [c.apiClientId, c.name]))}
