@@ -122,9 +122,18 @@ export function pointAtStartDatabase(): string {
   return url;
 }
 
-/** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), ports 3000 and 4010. */
+/** A port from the environment variable `name`, or `fallback`; anything else stops the command, naming it. */
+function portFrom(name: string, fallback: number): number {
+  const value = process.env[name] ?? String(fallback);
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535)
+    throw new Error(`${name} must be a port (1-65535), not "${value}"`);
+  return port;
+}
+
+/** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), the app on PORT, the simulator on GATEWAY_PORT. */
 export function devConfig(): StackConfig {
-  const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
+  const ports = { appPort: portFrom("PORT", 3000), gatewayPort: portFrom("GATEWAY_PORT", 4010) };
   return stack(adminDatabaseUrl(), {
     ...ports,
     realStripeAllowed: true,
