@@ -131,7 +131,7 @@ function portFrom(name: string, fallback: number): number {
   return port;
 }
 
-/** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), the app on PORT, the simulator on GATEWAY_PORT. */
+/** `npm start`: the database of DATABASE_ADMIN_URL (else DATABASE_URL), the app on PORT, the gateway on GATEWAY_PORT */
 export function devConfig(): StackConfig {
   const ports = { appPort: portFrom("PORT", 3000), gatewayPort: portFrom("GATEWAY_PORT", 4010) };
   return stack(adminDatabaseUrl(), {

@@ -19,7 +19,7 @@ import {
 
 const root = path.resolve(import.meta.dirname, "../..");
 
-/** What the scripts read from the environment, by name, with the default written beside the read when it is a literal. */
+/** What the scripts read from the environment, by name, with the literal default written beside the read, if any. */
 function scriptVariables(): Map<string, string | undefined> {
   const files = (dir: string): string[] =>
     readdirSync(path.join(root, dir)).flatMap((name) => {
