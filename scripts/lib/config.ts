@@ -113,12 +113,17 @@ export const adminDatabaseUrl = () =>
 
 /**
  * For a command that runs server code in its own process (clients, staff, reconcile): reads .env and points
- * the server's DATABASE_URL at `npm start`'s database. Call it before anything imports `~/env`.
+ * the server's DATABASE_URL at `npm start`'s database, and its gateway at `npm start`'s simulator (on
+ * GATEWAY_PORT) unless GATEWAY_URL names another. Call it before anything imports `~/env`.
  */
-export function pointAtStartDatabase(): string {
+export function pointAtStart(): string {
   loadDotEnv();
   const url = adminDatabaseUrl();
   process.env.DATABASE_URL = url;
+  if (!process.env.GATEWAY_URL) {
+    const simulatorUrl = `http://127.0.0.1:${portFrom("GATEWAY_PORT", 4010)}`;
+    Object.assign(process.env, gatewayEnv(simulatorUrl, { realStripeAllowed: true }));
+  }
   return url;
 }
 
