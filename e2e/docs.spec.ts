@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { API_ERROR_CODES, API_ERRORS } from "../src/server/http/errorRegistry";
+import { API_ERROR_CODES, API_ERRORS } from "../packages/client/src/errorRegistry";
 
 const apiKey = process.env.TEST_API_KEY!;
 const documented = API_ERROR_CODES.filter((code) => code !== "client_closed_request");

@@ -1,6 +1,6 @@
 /**
  * `npm run docs:errors`: rewrites the README's table of error codes from the error registry
- * (src/server/http/errorRegistry.ts), between its two marker comments. Run it after changing the registry.
+ * (packages/client/src/errorRegistry.ts), between its two marker comments. Run it after changing the registry.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";

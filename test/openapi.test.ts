@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { abandonedResponse } from "~/server/charges/responses";
-import { API_ERROR_CODES, API_ERRORS, isApiErrorCode } from "~/server/http/errorRegistry";
+import { API_ERROR_CODES, API_ERRORS, isApiErrorCode } from "@charges/client/errorRegistry";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { declinedRefundResponse } from "~/server/refunds/responses";
 import {

@@ -16,9 +16,9 @@ import {
   OperationDeadlineError,
   OperationExpiredError,
   RefundDeadlineError,
-} from "~/client";
+} from "@charges/client";
 import { keyToBytes } from "~/server/idempotency/reading";
-import { FileOperationStore } from "~/client/fileOperationStore";
+import { FileOperationStore } from "@charges/client/fileOperationStore";
 import { faultyProxy, type ProxiedRequest } from "./faultyProxy";
 import {
   APP_URL,

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { API_ERROR_CODES, API_ERRORS, docAnchor, type ApiErrorCode } from "~/server/http/errorRegistry";
-import { MAX_KEY_LENGTH } from "~/server/http/idempotencyProtocol";
+import { API_ERROR_CODES, API_ERRORS, docAnchor, type ApiErrorCode } from "@charges/client/errorRegistry";
+import { MAX_KEY_LENGTH } from "@charges/client/idempotencyProtocol";
 import { MONEY_OPERATIONS } from "~/server/moneyRoutes";
 import { REFUND_REASONS } from "~/server/refunds/schema";
 

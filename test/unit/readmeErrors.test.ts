@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
-import { API_ERROR_CODES, API_ERRORS } from "~/server/http/errorRegistry";
+import { API_ERROR_CODES, API_ERRORS } from "@charges/client/errorRegistry";
 import { currentBlock, errorTable, withErrorTable } from "../../scripts/lib/errorTable";
 
 const readme = readFileSync(path.resolve(import.meta.dirname, "../../README.md"), "utf8");

@@ -1,5 +1,5 @@
 import { parseItem } from "structured-headers";
-import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "./idempotencyProtocol";
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "@charges/client/idempotencyProtocol";
 
 export { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH };
 

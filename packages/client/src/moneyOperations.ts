@@ -1,15 +1,15 @@
-import { IDEMPOTENCY_KEY_HEADER, keyProblem, serializeKey } from "../server/http/idempotencyProtocol";
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, serializeKey } from "./idempotencyProtocol.js";
 import {
   ChargesApiError,
   InvalidIdempotencyKeyError,
   OperationExpiredError,
   OperationMismatchError,
   type OperationDeadlineError,
-} from "./errors";
-import type { MoneyResource, OperationStore, StoredOperation } from "./operationStore";
-import { retryAfterMs } from "./retryPolicy";
-import type { Exchange, Transport } from "./transport";
-import type { ApiErrorBody, OperationResult, OperationState } from "./types";
+} from "./errors.js";
+import type { MoneyResource, OperationStore, StoredOperation } from "./operationStore.js";
+import { retryAfterMs } from "./retryPolicy.js";
+import type { Exchange, Transport } from "./transport.js";
+import type { ApiErrorBody, OperationResult, OperationState } from "./types.js";
 
 /** What differs between the money operations: where they are sent, and what their answer and deadline are called. */
 export type OperationSpec<Name extends string> = {
