@@ -159,7 +159,7 @@ if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error
  * app band 0 (the suite's app), 1 (crash), 2 (database restart), 3 (API keys), 4-5 (second instances), 6-7 (client
  * address), 8 (key revocation), 9 (finality; and the browser tests' founding incident, a gateway timeout past
  * the client's: never at once, the node tests run before the browser's), 10-11 (fault run),
- * 12-13 (cluster test), 15-17 (benchmarks: app, floor server, app without idempotency),
+ * 12-13 (cluster test), 14 (SDK, retry clients), 15-17 (benchmarks: app, floor server, app without idempotency),
  * 18-19 (the soak benchmark's two app instances);
  * gateway band 0, 2, 10, 12 (cluster), 15 (benchmarks), 18 (the soak benchmark);
  * cluster band 0-11 (three Galera nodes: SQL, group, IST and SST ports).
