@@ -129,6 +129,18 @@ export class MoneyOperations<Name extends string, Params, Created> {
     throw new ChargesApiError(answer.status, error);
   }
 
+  /** One of your objects by its id (GET <path>/<id>): throws a ChargesApiError (404 not_found) for anyone else's. */
+  async retrieve(id: string): Promise<Created> {
+    const answer = await this.transport.exchange({
+      path: `${this.spec.path}/${encodeURIComponent(id)}`,
+      init: { method: "GET" },
+      deadlineError: (attempts, problem) =>
+        new Error(`GET ${this.spec.path}/${id}: no answer after ${attempts} attempts (last: ${problem})`),
+    });
+    if (answer.status !== 200) throw new ChargesApiError(answer.status, errorOf(answer.json, answer.status));
+    return answer.json as Created;
+  }
+
   /**
    * When the server forgets the operation's key: its last final answer said (Idempotency-Key-Expires), else its
    * start plus the key's lifetime (the server's record, made after the start, lives at least that long).
