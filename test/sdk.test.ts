@@ -347,7 +347,7 @@ describe("SDK refunds", () => {
     assert.deepEqual(await refundsOf(charge), { app: 1, gateway: 1 });
   });
 
-  test("retrieve: your charge and refund by id, with its refunds; another client's is a 404 ChargesApiError", async () => {
+  test("retrieve: your charge and refund by id; another client's is a 404 ChargesApiError", async () => {
     const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey });
     const charge = await newCharge(apiKey, { amount_cents: 900 });
     const refund = await sdk.refunds.create({ charge, amount_cents: 300 });
