@@ -1,7 +1,7 @@
 /**
- * The README's table of error codes, generated from the error registry (the one list of codes):
- * `npm run docs:errors` rewrites the block between the two markers, and test/unit/readmeErrors.test.ts
- * fails when the README's block differs from what the registry gives.
+ * docs/errors.md's table of error codes, generated from the error registry (the one list of codes):
+ * `npm run docs:errors` rewrites the block between the two markers, and test/unit/errorsPage.test.ts
+ * fails when the page's block differs from what the registry gives.
  */
 import {
   API_ERROR_CODES,
@@ -40,16 +40,16 @@ export function errorTable(): string {
 }
 
 /** The text between the markers (without them), or undefined when the markers are missing or out of order. */
-export function currentBlock(readme: string): string | undefined {
-  const begin = readme.indexOf(BEGIN_MARKER);
-  const end = readme.indexOf(END_MARKER);
+export function currentBlock(page: string): string | undefined {
+  const begin = page.indexOf(BEGIN_MARKER);
+  const end = page.indexOf(END_MARKER);
   if (begin < 0 || end < begin) return undefined;
-  return readme.slice(begin + BEGIN_MARKER.length, end).trim();
+  return page.slice(begin + BEGIN_MARKER.length, end).trim();
 }
 
-/** The README with the block between the markers replaced by the generated table. */
-export function withErrorTable(readme: string): string {
-  if (currentBlock(readme) === undefined) throw new Error(`README.md needs ${BEGIN_MARKER} ... ${END_MARKER}`);
-  const begin = readme.indexOf(BEGIN_MARKER) + BEGIN_MARKER.length;
-  return `${readme.slice(0, begin)}\n${errorTable()}\n${readme.slice(readme.indexOf(END_MARKER))}`;
+/** The page with the block between the markers replaced by the generated table. */
+export function withErrorTable(page: string): string {
+  if (currentBlock(page) === undefined) throw new Error(`docs/errors.md needs ${BEGIN_MARKER} ... ${END_MARKER}`);
+  const begin = page.indexOf(BEGIN_MARKER) + BEGIN_MARKER.length;
+  return `${page.slice(0, begin)}\n${errorTable()}\n${page.slice(page.indexOf(END_MARKER))}`;
 }
