@@ -13,6 +13,7 @@ const created = {
   gateway_charge_id: "gw_101d1b252f83bfd75f9b0aa1",
   amount_refunded_cents: 0,
   refunds: [] as object[],
+  requested_at: "2026-12-06T05:41:05.912Z",
   created_at: "2026-12-06T05:41:05.945Z",
 };
 
