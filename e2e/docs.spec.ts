@@ -41,7 +41,7 @@ test("/docs renders the API reference with every error code and what to do, load
   await createCharge.getByRole("tab", { name: "curl" }).click();
   await expect(createCharge.getByText(/Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324/)).toBeVisible();
   await createCharge.getByRole("tab", { name: "@charges/client" }).click();
-  await expect(createCharge.getByText(/client\.createCharge\(/)).toBeVisible();
+  await expect(createCharge.getByText(/client\.charges\.create\(/)).toBeVisible();
   for (const code of documented) {
     const entry = page.locator(`[id="section/Errors/${code}"]`);
     await expect(entry, code).toHaveCount(1);
