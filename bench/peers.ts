@@ -25,7 +25,7 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import * as mariadb from "mariadb";
-import { ChargesClient } from "~/client";
+import { ChargesClient } from "@charges/client";
 import { chargesOfCustomersLike } from "~/gateway-sim/inspect";
 import { DIE_AFTER_GATEWAY_PREFIX } from "~/server/benchmark/dieAfterGateway";
 import { slotPort } from "../scripts/lib/config";

@@ -34,7 +34,7 @@ import { fileURLToPath } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import * as mariadb from "mariadb";
-import { ChargesClient } from "~/client";
+import { ChargesClient } from "@charges/client";
 import { chargesPerCustomer } from "~/gateway-sim/inspect";
 import { slotsBetween, type PoolSlot } from "~/server/db/poolUsage";
 import { connectionOptions } from "../scripts/lib/mariadbServer";

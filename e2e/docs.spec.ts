@@ -1,5 +1,6 @@
 import { expect, test } from "@playwright/test";
-import { API_ERROR_CODES, API_ERRORS } from "../src/server/http/errorRegistry";
+import { API_ERROR_CODES, API_ERRORS } from "../packages/client/src/errorRegistry";
+import { TEST_CARDS } from "../src/gateway-sim/testCards";
 
 const apiKey = process.env.TEST_API_KEY!;
 const documented = API_ERROR_CODES.filter((code) => code !== "client_closed_request");
@@ -31,6 +32,16 @@ test("/docs renders the API reference with every error code and what to do, load
     await expect(page.getByRole("heading", { name: `Settle a ${noun} by its Idempotency-Key` })).toBeVisible();
     await expect(page.getByRole("heading", { name: `Retrieve one of your ${noun}s` })).toBeVisible();
   }
+  // The test cards and what each does; a curl and an SDK sample beside each operation, with real values.
+  await expect(page.getByRole("heading", { name: /Test cards$/, level: 2 })).toBeVisible();
+  for (const card of TEST_CARDS.filter((c) => c.token.startsWith("tok_")))
+    await expect(page.getByRole("cell", { name: card.token, exact: true }), card.token).toHaveCount(1);
+  const createCharge = page.locator('[data-section-id="operation/createCharge"]');
+  await expect(createCharge.getByText(/"card_token": "tok_visa"/).first()).toBeVisible();
+  await createCharge.getByRole("tab", { name: "curl" }).click();
+  await expect(createCharge.getByText(/Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324/)).toBeVisible();
+  await createCharge.getByRole("tab", { name: "@charges/client" }).click();
+  await expect(createCharge.getByText(/client\.charges\.create\(/)).toBeVisible();
   for (const code of documented) {
     const entry = page.locator(`[id="section/Errors/${code}"]`);
     await expect(entry, code).toHaveCount(1);

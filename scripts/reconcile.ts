@@ -4,13 +4,14 @@
  * lifetime), repairs what it can prove, stores and prints the rest; exits 1 when
  * anything is left. A time is an ISO date (2026-12-03T10:00:00Z) or an age (90m,
  * 6h, 2d). Works on the database `npm start` uses (DATABASE_ADMIN_URL, else
- * DATABASE_URL) and the gateway of GATEWAY_URL, like the app; a gateway that is
- * not this database's is refused (exit 2), with nothing stored.
+ * DATABASE_URL) and its gateway (the simulator on GATEWAY_PORT, or GATEWAY_URL,
+ * or Stripe's settings); a gateway that is not this database's is refused (exit
+ * 2), with nothing stored.
  */
 import { parseArgs } from "node:util";
-import { pointAtStartDatabase } from "./lib/config";
+import { pointAtStart } from "./lib/config";
 
-pointAtStartDatabase();
+pointAtStart();
 const { values } = parseArgs({ options: { since: { type: "string" }, until: { type: "string" } } });
 
 function parseTime(value: string, name: string): Date {

@@ -4,6 +4,9 @@
  * client and demo staff (not with NODE_ENV=production), the simulated gateway,
  * the production build of the app and the background sweeper.
  */
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:net";
+import { parseMysqlUrl } from "../src/lib/mysqlUrl";
 import { provisionAppUser } from "./lib/appUser";
 import { devConfig, loadDotEnv } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
@@ -11,6 +14,7 @@ import { prepareDatabase } from "./lib/prepareDatabase";
 import { run, startApp, startGateway, startSweeper, type Service } from "./lib/processes";
 
 loadDotEnv();
+const databaseFrom = ["DATABASE_ADMIN_URL", "DATABASE_URL"].find((name) => process.env[name]) ?? "the default";
 const config = devConfig();
 Object.assign(process.env, config.env);
 
@@ -21,6 +25,23 @@ function gatewayDescription(): string {
   if (!base) return "Stripe adapter -> api.stripe.com";
   return `Stripe adapter -> ${base === config.env.GATEWAY_URL ? simulator : base}`;
 }
+
+/** Stops now, not after the build's minutes, when something already listens there (another `npm start`?). */
+async function assertFree(port: number, variable: string) {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", () =>
+      reject(new Error(`port ${port} is taken (another npm start?): choose another with ${variable}=<port>`)),
+    );
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve()));
+  });
+}
+
+const { hosts, database } = parseMysqlUrl(config.databaseUrl);
+console.log(`npm start: the app on port ${config.appPort} (PORT), the simulated gateway on ${config.gatewayPort} \
+(GATEWAY_PORT), the database ${database} on ${hosts.map((h) => `${h.host}:${h.port}`).join(",")} (${databaseFrom}).`);
+await assertFree(config.appPort, "PORT");
+await assertFree(config.gatewayPort, "GATEWAY_PORT");
 
 const production = process.env.NODE_ENV === "production";
 const privateDb = await prepareDatabase(config.databaseUrl);
@@ -48,28 +69,38 @@ try {
 
   console.log(`
 Charges is running.
-  API        ${app.url}/api/charges
+  API        ${app.url}/api/charges   (reference: ${app.url}/docs)
   Dashboard  ${app.url}/admin
   Gateway    ${gatewayDescription()}
 `);
+  // `next start` runs the app with NODE_ENV=production, where engineers need a second factor unless switched off.
+  const twoFactor =
+    process.env.STAFF_REQUIRE_2FA === "false"
+      ? ""
+      : `Engineers act only after two-factor sign-in: sign in, open Account, "Set up two-factor sign-in" (your
+password, then the QR code or the key in an authenticator app, then its code). That session may act at once;
+later sign-ins ask for a code. STAFF_REQUIRE_2FA=false npm start skips it on your own machine.
+`;
   if (!demo) {
     console.log(`NODE_ENV=production: no demo data. Create the first engineer and an API client:
   npm run staff -- create --email you@example.com --name "Your Name" --role engineer
   npm run clients -- create --name "First client" --email ops@client.example
-
+${twoFactor}
 Ctrl-C stops everything.`);
   } else
     console.log(`Demo API key (shown once; rotated on every start):
   ${demo.apiKey}
 
-Try it:
-  curl -s ${app.url}/api/charges -H "Authorization: Bearer ${demo.apiKey}" \\
-    -H "Content-Type: application/json" -H "Idempotency-Key: $(uuidgen 2>/dev/null || echo demo-1)" \\
+Try it: a charge under an Idempotency-Key made once for it. Send it again, same key: the answer is the first one,
+replayed (Idempotent-Replay: true), and nobody is charged twice. A new charge needs a new key (a UUID):
+node -p 'crypto.randomUUID()' prints one.
+  curl -s -i ${app.url}/api/charges -H "Authorization: Bearer ${demo.apiKey}" \\
+    -H "Content-Type: application/json" -H "Idempotency-Key: ${randomUUID()}" \\
     -d '{"amount_cents": 1999, "currency": "usd", "card_token": "tok_visa"}'
 
 Dashboard logins:
 ${demo.staff.map((s) => `  ${s.role.padEnd(9)} ${s.email} / ${s.password}`).join("\n")}
-
+${twoFactor}
 Ctrl-C stops everything.`);
 
   // If any part dies, stop the rest rather than run half an app.

@@ -24,7 +24,8 @@ const talksToStripe = (apiBase: string | undefined) => !apiBase || new URL(apiBa
 /**
  * Every environment variable the server reads, parsed once at start-up.
  * A bad value stops the process with a message naming the variable, instead of
- * surfacing later as a confusing runtime error.
+ * surfacing later as a confusing runtime error. .env.example lists each, with its default and meaning
+ * (test/unit/configuration.test.ts checks it).
  */
 const schema = z
   .object({
@@ -227,6 +228,9 @@ const schema = z
   }));
 
 export type Env = z.infer<typeof schema>;
+
+/** Every variable's own schema, by name (its default: `.parse(undefined)`): .env.example lists them all. */
+export const envVariables = schema.in.shape;
 
 /** The environment `source` describes, or an error naming every bad variable (tests pass their own). */
 export function parseEnv(source: Record<string, string | undefined> = process.env): Env {

@@ -10,17 +10,13 @@
  * clients' own requests must bring the answer.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { promisify } from "node:util";
 import { gateway } from "~/server/gateway";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import {
   chargeBody,
   closeConnections,
-  gatewayCharges,
   newApiClient,
   newCharge,
   postTo,
@@ -162,58 +158,5 @@ describe("an operation whose gateway never carries it out is final in bounded ti
     // Nothing refunded, nothing held: the answers are true.
     const totals = await refundedOf(charge);
     assert.deepEqual([totals.refunded, totals.held, totals.gatewayCount], [0, 0, 0]);
-  });
-});
-
-/**
- * A standard retry client, as docs/retries.md configures it: Python requests with urllib3's Retry, Debian's
- * python3-requests (installed by .ci/run). It retries POST with the same key on read timeouts, 409 and 503 after
- * Retry-After, and returns every final answer: it must make one charge per operation, and end with a final
- * answer within the bound.
- */
-describe("urllib3's Retry, configured as docs/retries.md says", () => {
-  const recipe = path.join(import.meta.dirname, "../docs/recipes/urllib3_retry.py");
-  const python = async (body: unknown, readTimeoutSeconds: number) => {
-    const { stdout } = await promisify(execFile)("/usr/bin/python3", [recipe], {
-      env: {
-        ...process.env,
-        CHARGES_URL: URL,
-        CHARGES_API_KEY: apiKey,
-        CHARGES_PATH: "/api/charges",
-        CHARGES_BODY: JSON.stringify(body),
-        CHARGES_READ_TIMEOUT: String(readTimeoutSeconds),
-      },
-    });
-    return JSON.parse(stdout) as {
-      status: number;
-      body: { error?: { code: string; retryable: boolean } };
-      replayed: boolean;
-      attempts: number;
-      seconds: number;
-      key: string;
-    };
-  };
-
-  test("a card whose gateway never charges: retried through 503 and 409, then the final 500, no charge", async () => {
-    const body = chargeBody({ card_token: "tok_error" });
-    const answer = await python(body, 10);
-    assert.equal(answer.status, 500, JSON.stringify(answer));
-    assert.deepEqual(answer.body.error && [answer.body.error.code, answer.body.error.retryable], [
-      "request_abandoned",
-      false,
-    ]);
-    assert.ok(answer.attempts > 1, `it retried: ${answer.attempts} attempts`);
-    assert.ok(answer.seconds * 1000 <= BOUND_MS, `final after ${answer.seconds} s`);
-    await assertFinalInTime(answer.key, CHARGES_ROUTE);
-    assert.equal((await gatewayCharges(body.customer_id)).length, 0);
-  });
-
-  test("a slow card the client times out on: retried with the same key, one charge, the stored 201", async () => {
-    const body = chargeBody({ card_token: "tok_slow_1000" });
-    const answer = await python(body, 0.3);
-    assert.equal(answer.status, 201, JSON.stringify(answer));
-    assert.ok(answer.attempts > 1, `it retried: ${answer.attempts} attempts`);
-    assert.ok(answer.seconds * 1000 <= BOUND_MS, `final after ${answer.seconds} s`);
-    assert.equal((await gatewayCharges(body.customer_id)).length, 1, "one charge for the operation");
   });
 });

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { ChargesClient } from "~/client";
+import { ChargesClient } from "@charges/client";
 import { APP_URL, closeConnections, db, gatewayCharges, localCharges, newApiClient, waitFor } from "./helpers";
 
 const CUSTOMERS = 20;

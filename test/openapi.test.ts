@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { abandonedResponse } from "~/server/charges/responses";
-import { API_ERROR_CODES, API_ERRORS, isApiErrorCode } from "~/server/http/errorRegistry";
+import { API_ERROR_CODES, API_ERRORS, isApiErrorCode } from "@charges/client/errorRegistry";
+import { MAX_KEY_LENGTH } from "@charges/client/idempotencyProtocol";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { declinedRefundResponse } from "~/server/refunds/responses";
 import {
@@ -86,6 +87,55 @@ describe("OpenAPI document", () => {
           }
         }
       }
+    }
+  });
+
+  test("every body and parameter /docs shows has an example with real values, valid against its schema", () => {
+    const valid = (schema: object, value: unknown, where: string) => {
+      const validate = ajv.compile(schema);
+      assert.ok(validate(value), `${where}: ${JSON.stringify(validate.errors)}`);
+    };
+    const examples = (media: { example?: unknown; examples?: Record<string, { value: unknown }> }) =>
+      media.examples ? Object.values(media.examples).map((e) => e.value) : [media.example];
+    const refs = (schema: any): object =>
+      JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'));
+    let checked = 0;
+    for (const [path, methods] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(methods)) {
+        const bodies = [
+          ["request", operation.requestBody?.content ?? {}],
+          ...Object.entries<any>(operation.responses).map(([status, r]) => [status, r.content ?? {}]),
+        ];
+        for (const [what, content] of bodies) {
+          for (const [mediaType, media] of Object.entries<any>(content)) {
+            const where = `${method.toUpperCase()} ${path} ${what} ${mediaType}`;
+            const values = examples(media);
+            assert.ok(values.length > 0 && values[0] !== undefined, `${where} has an example`);
+            for (const value of values) valid(refs(media.schema), value, where);
+            checked += values.length;
+          }
+        }
+        for (const parameter of operation.parameters ?? []) {
+          const where = `${method.toUpperCase()} ${path} ${parameter.name}`;
+          assert.ok(parameter.schema.example !== undefined, `${where} has an example`);
+          valid(parameter.schema, parameter.schema.example, where);
+        }
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          for (const [name, header] of Object.entries<any>(response.headers ?? {}))
+            assert.ok(header.schema.example ?? header.schema.enum, `${path} ${status} ${name} has an example`);
+        }
+      }
+    }
+    assert.ok(checked > 50, `${checked} examples`);
+    // A wrong example is caught.
+    assert.throws(() => valid(refs({ $ref: "#/components/schemas/Charge" }), { id: "string" }, "a placeholder"));
+  });
+
+  test("the key's limits: 1 to 64 characters, 130 in the header's quoted form with every character escaped", () => {
+    for (const path of ["/api/charges", "/api/refunds"]) {
+      const header = doc.paths[path].post.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
+      assert.deepEqual([header.schema.minLength, header.schema.maxLength], [1, 2 * MAX_KEY_LENGTH + 2]);
+      assert.match(header.description, new RegExp(`1 to ${MAX_KEY_LENGTH} printable ASCII`));
     }
   });
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { API_ERRORS, docPath } from "~/server/http/errorRegistry";
+import { API_ERRORS, docPath } from "@charges/client/errorRegistry";
 import {
   APP_URL,
   chargeBody,

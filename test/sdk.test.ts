@@ -10,15 +10,16 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   ChargeDeadlineError,
+  ChargesApiError,
   ChargesClient,
   InvalidIdempotencyKeyError,
   MemoryOperationStore,
   OperationDeadlineError,
   OperationExpiredError,
   RefundDeadlineError,
-} from "~/client";
+} from "@charges/client";
 import { keyToBytes } from "~/server/idempotency/reading";
-import { FileOperationStore } from "~/client/fileOperationStore";
+import { FileOperationStore } from "@charges/client/fileOperationStore";
 import { faultyProxy, type ProxiedRequest } from "./faultyProxy";
 import {
   APP_URL,
@@ -344,6 +345,24 @@ describe("SDK refunds", () => {
     const charged = await sdk.createCharge(chargeBody(), { idempotencyKey: key });
     assert.deepEqual([charged.status, charged.replayed], [201, false], "the key's scope is its route");
     assert.deepEqual(await refundsOf(charge), { app: 1, gateway: 1 });
+  });
+
+  test("retrieve: your charge and refund by id; another client's is a 404 ChargesApiError", async () => {
+    const sdk = new ChargesClient({ baseUrl: APP_URL, apiKey });
+    const charge = await newCharge(apiKey, { amount_cents: 900 });
+    const refund = await sdk.refunds.create({ charge, amount_cents: 300 });
+    assert.ok(refund.ok);
+    assert.deepEqual(await sdk.refunds.retrieve(refund.refund.id), refund.refund);
+    const retrieved = await sdk.charges.retrieve(charge);
+    assert.deepEqual(
+      [retrieved.id, retrieved.amount_refunded_cents, retrieved.refunds],
+      [charge, 300, [refund.refund]],
+    );
+    const stranger = new ChargesClient({ baseUrl: APP_URL, apiKey: (await newApiClient("sdk stranger")).apiKey });
+    await assert.rejects(
+      stranger.charges.retrieve(charge),
+      (error) => error instanceof ChargesApiError && error.status === 404 && error.error.code === "not_found",
+    );
   });
 
   test("refusals come back as typed results at once, nothing refunded; 503 runs into a RefundDeadlineError", {

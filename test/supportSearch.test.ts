@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
 import type { SessionUser } from "~/server/auth/session";
 import { abandonedBody } from "~/server/http/abandonedAnswer";
-import { serializeKey } from "~/server/http/idempotencyProtocol";
+import { serializeKey } from "@charges/client/idempotencyProtocol";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import { chargeBody, closeConnections, db, newApiClient, postCharge, seedRecord } from "./helpers";

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ChargesClient } from "~/client";
-import { serializeKey } from "~/server/http/idempotencyProtocol";
+import { ChargesClient } from "@charges/client";
+import { serializeKey } from "@charges/client/idempotencyProtocol";
 import {
   APP_URL,
   chargeBody,

@@ -1,7 +1,7 @@
 import { hostname, userInfo } from "node:os";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { AuditContext } from "../../src/server/audit/audit";
-import { pointAtStartDatabase } from "./config";
+import { pointAtStart } from "./config";
 
 /**
  * Who runs the command, for the audit log: `--actor <name>` when given (a
@@ -36,7 +36,7 @@ export async function runCli(
     (values: Record<string, string | boolean | undefined>, positionals: string[], audit: AuditContext) => Promise<void>
   >,
 ) {
-  pointAtStartDatabase();
+  pointAtStart();
   const { values, positionals } = parseArgs({
     options: { ...options, actor: { type: "string" }, help: { type: "boolean" } },
     allowPositionals: true,

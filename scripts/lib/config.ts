@@ -113,18 +113,32 @@ export const adminDatabaseUrl = () =>
 
 /**
  * For a command that runs server code in its own process (clients, staff, reconcile): reads .env and points
- * the server's DATABASE_URL at `npm start`'s database. Call it before anything imports `~/env`.
+ * the server's DATABASE_URL at `npm start`'s database, and its gateway at `npm start`'s simulator (on
+ * GATEWAY_PORT) unless GATEWAY_URL names another. Call it before anything imports `~/env`.
  */
-export function pointAtStartDatabase(): string {
+export function pointAtStart(): string {
   loadDotEnv();
   const url = adminDatabaseUrl();
   process.env.DATABASE_URL = url;
+  if (!process.env.GATEWAY_URL) {
+    const simulatorUrl = `http://127.0.0.1:${portFrom("GATEWAY_PORT", 4010)}`;
+    Object.assign(process.env, gatewayEnv(simulatorUrl, { realStripeAllowed: true }));
+  }
   return url;
 }
 
-/** `npm start`: the database of DATABASE_ADMIN_URL (or DATABASE_URL), ports 3000 and 4010. */
+/** A port from the environment variable `name`, or `fallback`; anything else stops the command, naming it. */
+function portFrom(name: string, fallback: number): number {
+  const value = process.env[name] ?? String(fallback);
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65_535)
+    throw new Error(`${name} must be a port (1-65535), not "${value}"`);
+  return port;
+}
+
+/** `npm start`: the database of DATABASE_ADMIN_URL (else DATABASE_URL), the app on PORT, the gateway on GATEWAY_PORT */
 export function devConfig(): StackConfig {
-  const ports = { appPort: Number(process.env.PORT ?? 3000), gatewayPort: 4010 };
+  const ports = { appPort: portFrom("PORT", 3000), gatewayPort: portFrom("GATEWAY_PORT", 4010) };
   return stack(adminDatabaseUrl(), {
     ...ports,
     realStripeAllowed: true,
@@ -145,7 +159,7 @@ if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error
  * app band 0 (the suite's app), 1 (crash), 2 (database restart), 3 (API keys), 4-5 (second instances), 6-7 (client
  * address), 8 (key revocation), 9 (finality; and the browser tests' founding incident, a gateway timeout past
  * the client's: never at once, the node tests run before the browser's), 10-11 (fault run),
- * 12-13 (cluster test), 15-17 (benchmarks: app, floor server, app without idempotency),
+ * 12-13 (cluster test), 14 (SDK, retry clients), 15-17 (benchmarks: app, floor server, app without idempotency),
  * 18-19 (the soak benchmark's two app instances);
  * gateway band 0, 2, 10, 12 (cluster), 15 (benchmarks), 18 (the soak benchmark);
  * cluster band 0-11 (three Galera nodes: SQL, group, IST and SST ports).

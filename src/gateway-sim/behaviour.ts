@@ -11,6 +11,7 @@
  *   tok_refund_slow_<ms>, tok_refund_error, tok_refund_then_error
  *                                       succeed; their refunds misbehave (./refundLedger.ts)
  *   anything else                       declines (invalid_token)
+ * What each does as an integrator sees it through the API, listed on /docs: testCards.ts.
  */
 export type Behaviour =
   | { kind: "succeed"; delayMs: number; processAfterMs?: number }

@@ -1,7 +1,9 @@
+import { API_ERROR_CODES, API_ERRORS, type ApiErrorCode, docAnchor } from "@charges/client/errorRegistry";
+import { MAX_KEY_LENGTH } from "@charges/client/idempotencyProtocol";
 import { z } from "zod";
-import { API_ERROR_CODES, API_ERRORS, docAnchor, type ApiErrorCode } from "~/server/http/errorRegistry";
-import { MAX_KEY_LENGTH } from "~/server/http/idempotencyProtocol";
+import { TEST_CARDS } from "~/gateway-sim/testCards";
 import { MONEY_OPERATIONS } from "~/server/moneyRoutes";
+import { codeSamples, errorExample, HEALTH_SAMPLES, problemExample, SAMPLE } from "~/server/openapiExamples";
 import { REFUND_REASONS } from "~/server/refunds/schema";
 
 /*
@@ -25,6 +27,37 @@ const RETRYABLE_DOC = {
     "not the status: 500 is both `internal_error` (retryable) and a replayed `request_abandoned` (final).",
 } as const;
 
+const cell = (text: string) => text.replaceAll("|", "\\|");
+
+/** Every code at a glance: what an integrator's retry logic needs. */
+function errorSummary(codes: ApiErrorCode[]): string {
+  const rows = codes.map((code) => {
+    const spec = API_ERRORS[code] as (typeof API_ERRORS)[ApiErrorCode] & { retryAfterSeconds?: number };
+    const retryAfter = spec.retryAfterSeconds ? `\`${spec.retryAfterSeconds}\`` : "";
+    const action = { retry: "retry, same key and body", fix: "fix the request", final: "final" }[spec.action];
+    const link = `[\`${code}\`](#${docAnchor(code)})`;
+    return `| ${link} | ${spec.status} | \`${spec.action === "retry"}\` | ${retryAfter} | ${action} |`;
+  });
+  return ["| Code | HTTP | `retryable` | `Retry-After` | Client |", "|---|---|---|---|---|", ...rows].join("\n");
+}
+
+const STRIPE_TEXT = { "test mode": "yes, and in Stripe's test mode", simulator: "yes (the simulator)", false: "no" };
+
+/** The simulated gateway's cards (src/gateway-sim/testCards.ts). */
+function testCardTable(): string {
+  const rows = TEST_CARDS.map((card) => {
+    const answer = `${card.answer.status}${card.answer.code ? ` \`${card.answer.code}\`` : ""}`;
+    const token = card.token.startsWith("tok_") ? `\`${card.token}\`` : card.token;
+    const stripe = STRIPE_TEXT[String(card.stripe) as keyof typeof STRIPE_TEXT];
+    return `| ${token} | ${cell(card.does)} | ${answer} | ${stripe} |`;
+  });
+  return [
+    "| `card_token` | What it does | First answer | Through `GATEWAY=stripe` |",
+    "|---|---|---|---|",
+    ...rows,
+  ].join("\n");
+}
+
 /** Markdown for one code: its `## code` heading is the anchor doc_url points at (docAnchor). */
 function errorSection(code: ApiErrorCode): string {
   const spec = API_ERRORS[code] as (typeof API_ERRORS)[ApiErrorCode] & { retryAfterSeconds?: number; stored?: boolean };
@@ -36,6 +69,9 @@ function errorSection(code: ApiErrorCode): string {
   ].filter(Boolean);
   return `## ${code}\n\n**${spec.title}**: ${facts.join(" · ")}\n\n${spec.advice}\n`;
 }
+
+/** Codes a client can get (client_closed_request is only ever in the server's logs). */
+const DOCUMENTED_CODES = API_ERROR_CODES.filter((code) => code !== "client_closed_request");
 
 const description = `
 Idempotent payments. A retry of a request never charges twice, because each logical operation carries one
@@ -74,21 +110,40 @@ Idempotent payments. A retry of a request never charges twice, because each logi
   \`Accept: application/problem+json\` for RFC 9457 problem details (\`type\`, \`title\`, \`status\`, \`detail\`,
   plus \`code\` and \`retryable\`); the default is \`{"error": {"code", "message", "retryable", "doc_url", ...}}\`.
 
+# Test cards
+
+The simulated gateway (what \`npm start\` and the tests run) takes these as \`card_token\`. The first answer is what a
+charge with the card gets; the refund cards shape the refunds of the charge made with them. With a real Stripe test
+key only \`tok_visa\`, \`tok_mastercard\`, \`tok_amex\`, \`tok_declined\` and \`tok_insufficient_funds\` exist.
+
+${testCardTable()}
+
 # Errors
 
-Every error code, and what a client should do about it.
+Every error code, and what a client should do about it. Retry only what says \`retryable: true\` (409 and 503, with
+\`Retry-After\`, and 500 \`internal_error\`), with the same key and body; everything else is final or needs a
+changed request.
 
-${API_ERROR_CODES.filter((code) => code !== "client_closed_request")
-  .map(errorSection)
-  .join("\n")}
+${errorSummary(DOCUMENTED_CODES)}
+
+${DOCUMENTED_CODES.map(errorSection).join("\n")}
 `;
 
-const content = (schema: object) => ({ "application/json": { schema } });
+const content = (schema: object, example?: object) => ({ "application/json": { schema, ...(example && { example }) } });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 const headerDocs = {
-  "Retry-After": { description: "Seconds to wait before retrying with the same key", schema: { type: "string" } },
-  Link: { description: 'The documentation of the error, `<...>; rel="describedby"`', schema: { type: "string" } },
+  "Retry-After": {
+    description: "Seconds to wait before retrying with the same key",
+    schema: { type: "string", example: "2" },
+  },
+  Link: {
+    description: 'The documentation of the error, `<...>; rel="describedby"`',
+    schema: {
+      type: "string",
+      example: `<${SAMPLE.baseUrl}/docs#section/Errors/request_in_progress>; rel="describedby"; type="text/html"`,
+    },
+  },
   "Idempotent-Replay": {
     description: "`true` on a replayed (stored) answer",
     schema: { type: "string", enum: ["true"] },
@@ -97,21 +152,27 @@ const headerDocs = {
     description: "Stripe's name for Idempotent-Replay",
     schema: { type: "string", enum: ["true"] },
   },
-  "Preference-Applied": { description: "`wait=N` when the server waited for the outcome", schema: { type: "string" } },
+  "Preference-Applied": {
+    description: "`wait=N` when the server waited for the outcome",
+    schema: { type: "string", example: "wait=5" },
+  },
   "Request-Id": {
     description: "This answer's id, also on the server's log lines: quote it when reporting a problem",
-    schema: { type: "string" },
+    schema: { type: "string", example: SAMPLE.requestId },
   },
   "Idempotency-Key-Expires": {
     description: "An answer under a key: when the key stops naming this operation (an HTTP-date)",
-    schema: { type: "string" },
+    schema: { type: "string", example: SAMPLE.expires },
   },
-  Location: { description: "The created object", schema: { type: "string", example: "/api/charges/ch_..." } },
+  Location: { description: "The created object", schema: { type: "string" } },
   "Original-Request": {
     description: "On a replay: the `Request-Id` of the request whose answer is replayed",
-    schema: { type: "string" },
+    schema: { type: "string", example: SAMPLE.originalRequestId },
   },
-  "Idempotency-Key": { description: "On a replay: the key the answer is stored under", schema: { type: "string" } },
+  "Idempotency-Key": {
+    description: "On a replay: the key the answer is stored under",
+    schema: { type: "string", example: SAMPLE.key },
+  },
 };
 const replayHeaders = {
   "Idempotent-Replay": headerDocs["Idempotent-Replay"],
@@ -126,6 +187,10 @@ const postReplayHeaders = {
 const keyExpires = { "Idempotency-Key-Expires": headerDocs["Idempotency-Key-Expires"] };
 
 type HeaderDocs = Record<string, object>;
+
+/** One named example per code (Redoc offers them in a list), as the server answers it. */
+const examplesOf = (codes: ApiErrorCode[], example: (code: ApiErrorCode) => object) =>
+  Object.fromEntries(codes.map((code) => [code, { summary: API_ERRORS[code].title, value: example(code) }]));
 
 /**
  * The documented error responses of an operation, grouped by status, from the registry. `all` go with every
@@ -159,8 +224,8 @@ function errorResponses(
           description: `${list}: ${group.map((code) => API_ERRORS[code].message).join(" / ")}`,
           ...(Object.keys(headers).length ? { headers } : {}),
           content: {
-            "application/json": { schema: ref("Error") },
-            "application/problem+json": { schema: ref("Problem") },
+            "application/json": { schema: ref("Error"), examples: examplesOf(group, errorExample) },
+            "application/problem+json": { schema: ref("Problem"), examples: examplesOf(group, problemExample) },
           },
         },
       ];
@@ -173,10 +238,11 @@ const keyHeader = {
   in: "header",
   required: false,
   description:
-    `One per logical operation (a UUIDv4), reused on every retry; 1-${MAX_KEY_LENGTH} printable ASCII characters, ` +
-    "as a structured-field string in quotes or bare. Required once the rollout mode is `required`.",
+    `One per logical operation (a UUIDv4), reused on every retry. The key: 1 to ${MAX_KEY_LENGTH} printable ASCII ` +
+    'characters, sent bare or as a structured-field string in quotes (then `\\` and `"` are escaped, so the field ' +
+    `may reach ${2 * MAX_KEY_LENGTH + 2}). Required once the rollout mode is \`required\`.`,
   // The field value: quotes and escapes around the key make it longer than the key itself.
-  schema: { type: "string", minLength: 1 },
+  schema: { type: "string", minLength: 1, maxLength: 2 * MAX_KEY_LENGTH + 2, example: SAMPLE.key },
 };
 const preferHeader = {
   name: "Prefer",
@@ -231,21 +297,25 @@ const MONEY_ROUTES: MoneyRouteDoc[] = MONEY_OPERATIONS.map((operation) => ({
 const isStored = (code: ApiErrorCode) => (API_ERRORS[code] as { stored?: boolean }).stored === true;
 
 /** POST and GET (settle) on the route's path, and GET on `<path>/{id}`. */
-function moneyPaths({ path, object, summary, description, created, errors, unknownOutcome }: MoneyRouteDoc) {
+function moneyPaths(route: MoneyRouteDoc) {
+  const { path, object, examples, summary, description, created, errors, unknownOutcome } = route;
   const noun = object.toLowerCase();
+  const samples = codeSamples(route);
+  const location = { ...headerDocs.Location, schema: { type: "string", example: `${path}/${examples.created.id}` } };
   const preferApplied = { "Preference-Applied": headerDocs["Preference-Applied"] };
   const unknown = `${API_ERRORS[unknownOutcome].status} \`${unknownOutcome}\``;
   const create = {
     operationId: `create${object}`,
+    "x-codeSamples": samples.create,
     summary,
     description,
     parameters: [keyHeader, preferHeader],
-    requestBody: { required: true, content: content(ref(`Create${object}`)) },
+    requestBody: { required: true, content: content(ref(`Create${object}`), examples.request) },
     responses: {
       "201": {
         description: `${created} A replay of a finished request carries \`Idempotent-Replay: true\`.`,
-        headers: { Location: headerDocs.Location, ...keyExpires, ...postReplayHeaders, ...preferApplied },
-        content: content(ref(object)),
+        headers: { Location: location, ...keyExpires, ...postReplayHeaders, ...preferApplied },
+        content: content(ref(object), examples.created),
       },
       ...errorResponses([...PROTOCOL_ERRORS, ...errors], {
         all: preferApplied,
@@ -256,6 +326,7 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
   };
   const settle = {
     operationId: `find${object}ByIdempotencyKey`,
+    "x-codeSamples": samples.find,
     summary: `Settle a ${noun} by its Idempotency-Key`,
     description:
       "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
@@ -272,31 +343,32 @@ function moneyPaths({ path, object, summary, description, created, errors, unkno
           'The key exactly as the `Idempotency-Key` header carries it: a structured-field string (`"..."`, ' +
           "escapes decoded) or bare, URL-encoded. One of `idempotency_key` and `request_id` is required.",
         // The quoted form of the longest key: two quotes, and every character escaped.
-        schema: { type: "string", minLength: 1, maxLength: 2 * MAX_KEY_LENGTH + 2 },
+        schema: { type: "string", minLength: 1, maxLength: 2 * MAX_KEY_LENGTH + 2, example: examples.key },
       },
       {
         name: "request_id",
         in: "query",
         required: false,
         description: `The \`request_id\` of a ${unknown} answer (a request sent without a key).`,
-        schema: { type: "string", pattern: "^[0-9]{1,19}$" },
+        schema: { type: "string", pattern: "^[0-9]{1,19}$", example: "4711" },
       },
     ],
     responses: {
       "201": {
         description: `Complete: the stored answer, a ${noun}.`,
         headers: replayHeaders,
-        content: content(ref(object)),
+        content: content(ref(object), examples.created),
       },
       ...errorResponses([...SETTLE_ERRORS, ...errors.filter(isStored)]),
     },
   };
   const retrieve = {
     operationId: `get${object}`,
+    "x-codeSamples": samples.get,
     summary: `Retrieve one of your ${noun}s`,
-    parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+    parameters: [{ name: "id", in: "path", required: true, schema: { type: "string", example: examples.read.id } }],
     responses: {
-      "200": { description: `The ${noun}`, content: content(ref(object)) },
+      "200": { description: `The ${noun}`, content: content(ref(object), examples.read) },
       ...errorResponses(["unauthorized", "not_found", "service_unavailable"]),
     },
   };
@@ -362,12 +434,16 @@ export const openApiDocument = {
     "/api/health": {
       get: {
         operationId: "health",
+        "x-codeSamples": HEALTH_SAMPLES,
         summary: "Health",
         security: [],
         responses: {
           "200": {
             description: "Up",
-            content: content({ type: "object", required: ["status"], properties: { status: { const: "ok" } } }),
+            content: content(
+              { type: "object", required: ["status"], properties: { status: { const: "ok" } } },
+              { status: "ok" },
+            ),
           },
           ...errorResponses(["service_unavailable"]),
         },

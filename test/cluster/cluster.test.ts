@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { ChargesClient } from "~/client";
+import { ChargesClient } from "@charges/client";
 import { startClusterStack, LEASE_MS, type ClusterStack } from "./stack";
 
 let stack: ClusterStack;

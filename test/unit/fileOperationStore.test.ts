@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { FileOperationStore } from "~/client/fileOperationStore";
+import { FileOperationStore } from "@charges/client/fileOperationStore";
 
 const dir = await mkdtemp(path.join(tmpdir(), "operation-store-"));
 after(() => rm(dir, { recursive: true, force: true }));

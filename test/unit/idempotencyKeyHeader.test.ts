@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { serializeKey } from "~/server/http/idempotencyProtocol";
+import { serializeKey } from "@charges/client/idempotencyProtocol";
 import { parseIdempotencyKeyHeader } from "~/server/http/idempotencyKeyHeader";
 
 const key = (value: string | null) => {

@@ -16,9 +16,15 @@ import {
   OperationMismatchError,
   RefundDeadlineError,
   type ChargesClientOptions,
-} from "~/client";
-import { appliedWaitSeconds, isRetryable, nextDelayMs, preferWaitSeconds, retryAfterMs } from "~/client/retryPolicy";
-import { API_ERRORS, API_ERROR_CODES } from "~/server/http/errorRegistry";
+} from "@charges/client";
+import {
+  appliedWaitSeconds,
+  isRetryable,
+  nextDelayMs,
+  preferWaitSeconds,
+  retryAfterMs,
+} from "@charges/client/retryPolicy";
+import { API_ERRORS, API_ERROR_CODES } from "@charges/client/errorRegistry";
 
 type Scripted = { status: number; body?: unknown; headers?: Record<string, string> } | Error;
 type Sent = { url: URL; method: string; headers: Headers; body: string | undefined; at: number };

@@ -6,7 +6,7 @@
  * that client is still retrying, by settling the charge's key (GET /api/charges?idempotency_key=), as a client
  * that lost its connection would.
  */
-import { ChargesClient, OperationDeadlineError } from "~/client";
+import { ChargesClient, OperationDeadlineError } from "@charges/client";
 import type { PlannedOperation } from "./plan";
 import { type ChargeObservation, type FreshCharge, type Observation, type RefundObservation, send } from "./run";
 import { postOnce } from "./postOnce";

@@ -4,7 +4,7 @@
  * fault at its time, and records what every client saw.
  */
 import * as mariadb from "mariadb";
-import { ChargeDeadlineError, ChargesClient } from "~/client";
+import { ChargeDeadlineError, ChargesClient } from "@charges/client";
 import { GATEWAY_BEHAVIOURS, type FaultKind, type Plan, type PlannedFault, type PlannedOperation } from "./plan";
 import { RefundOperations, type RefundBody } from "./refunds";
 import { postOnce } from "./postOnce";

@@ -22,7 +22,7 @@ import { env } from "~/env";
 import { authenticateApiClient } from "~/server/auth/apiClients";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { handleApi } from "~/server/http/handleApi";
-import { REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
+import { REPLAY_HEADERS } from "@charges/client/idempotencyProtocol";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { log } from "~/server/observability/log";
 import { chargeWithoutLayer } from "./withoutIdempotency";

@@ -1,6 +1,7 @@
 import type { MoneyOperation } from "~/server/operations/moneyOperation";
 import { chargeOnGateway, settleFromGateway } from "./gatewayWork";
 import { createChargeSchema, fieldsToShow, type CreateChargeInput } from "./schema";
+import { CHARGE_EXAMPLES } from "./examples";
 
 /** The route name stored with every charge's record; part of the unique (key, route). */
 export const CHARGES_ROUTE = "POST /api/charges";
@@ -20,5 +21,6 @@ export const chargeOperation: MoneyOperation<CreateChargeInput> = {
     description: "Charges a card once per Idempotency-Key, however often the request is retried.",
     created: "Charged.",
     errors: ["card_declined", "charge_outcome_unknown"],
+    examples: CHARGE_EXAMPLES,
   },
 };

@@ -1,7 +1,7 @@
 import type { Charge } from "~/generated/prisma/client";
 import { abandonedBody, type GatewayTrace } from "~/server/http/abandonedAnswer";
 import { errorBody } from "~/server/http/apiError";
-import { API_ERRORS } from "~/server/http/errorRegistry";
+import { API_ERRORS } from "@charges/client/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
 
 /** The public JSON shape of a charge (also used by GET /api/charges/[id], with its refunds, serialized). */

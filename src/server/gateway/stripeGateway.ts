@@ -20,8 +20,8 @@ import {
 /**
  * Stripe through its official SDK. A charge is a PaymentIntent created and
  * confirmed in one call, sent with the derived gateway key as Stripe's
- * Idempotency-Key and the operation's ids in `metadata`. README "The Stripe
- * adapter" explains the choices; in short:
+ * Idempotency-Key and the operation's ids in `metadata`. docs/stripe.md explains
+ * the choices; in short:
  *
  * - The SDK's own retries are off (`maxNetworkRetries: 0`). The app already
  *   retries (the client, with the same operation key, and this adapter on a 409),

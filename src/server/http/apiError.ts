@@ -1,4 +1,4 @@
-import { API_ERRORS, type ApiErrorCode } from "./errorRegistry";
+import { API_ERRORS, type ApiErrorCode } from "@charges/client/errorRegistry";
 
 export type { ApiErrorCode };
 

@@ -1,5 +1,5 @@
 import { parseItem } from "structured-headers";
-import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "./idempotencyProtocol";
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "@charges/client/idempotencyProtocol";
 
 export { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH };
 
@@ -26,7 +26,7 @@ export function parseIdempotencyKeyHeader(value: string | null): ParsedKeyHeader
 
 /**
  * A key as the header carries it, wherever it comes from: GET /api/charges?idempotency_key= takes exactly what
- * the header takes, so that a client never finds 404 for a key it charged under (README "Idempotency keys").
+ * the header takes, so that a client never finds 404 for a key it charged under (README "The rules of keys").
  */
 export function parseIdempotencyKey(value: string): ParsedKey {
   const trimmed = value.trim();

@@ -1,5 +1,5 @@
 import Negotiator from "negotiator";
-import { docPath, errorSpec, isApiErrorCode, isRetryableCode } from "./errorRegistry";
+import { docPath, errorSpec, isApiErrorCode, isRetryableCode } from "@charges/client/errorRegistry";
 
 const PROBLEM_JSON = "application/problem+json";
 

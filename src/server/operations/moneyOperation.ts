@@ -16,6 +16,16 @@ export type MoneyRouteDoc = {
   created: string;
   /** The codes of this route's own work; those marked `stored` are also what its settling GET can answer. */
   errors: ApiErrorCode[];
+  /**
+   * Real values for the reference's examples and samples (src/server/openapiExamples.ts): a key, a request, the
+   * object it creates and the object as read later. test/docsSamples.test.ts runs the samples made of them.
+   */
+  examples: {
+    key: string;
+    request: Record<string, unknown>;
+    created: { id: string } & Record<string, unknown>;
+    read: { id: string } & Record<string, unknown>;
+  };
 };
 
 /**

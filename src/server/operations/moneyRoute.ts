@@ -2,7 +2,7 @@ import { parseRecordId } from "~/lib/recordId";
 import { env } from "~/env";
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { methodNotAllowed } from "~/server/http/handleApi";
-import { IDEMPOTENCY_KEY_HEADER, REPLAY_HEADERS } from "~/server/http/idempotencyProtocol";
+import { IDEMPOTENCY_KEY_HEADER, REPLAY_HEADERS } from "@charges/client/idempotencyProtocol";
 import { preferenceApplied, preferredWaitSeconds } from "~/server/http/prefer";
 import { readJsonBody } from "~/server/http/readJsonBody";
 import { withApiClient } from "~/server/auth/withApiClient";
@@ -105,7 +105,7 @@ function answerHeaders(
   return headers;
 }
 
-// Statuses, Retry-After and Link come from the error registry (src/server/http/errorRegistry.ts).
+// Statuses, Retry-After and Link come from the error registry (packages/client/src/errorRegistry.ts).
 function toResponse(
   outcome: OperationOutcome,
   waitSeconds: number,

@@ -3,6 +3,7 @@ import { holdAtClaim, type HoldDecision } from "./holds";
 import { refundOnGateway, settleRefund } from "./refundWork";
 import { refusalFor, refusalOfHold } from "./refusals";
 import { createRefundSchema, type CreateRefundInput } from "./schema";
+import { REFUND_EXAMPLES } from "./examples";
 
 /** The route name stored with every refund's record; part of the unique (key, route). */
 export const REFUNDS_ROUTE = "POST /api/refunds";
@@ -40,5 +41,6 @@ export const refundOperation: MoneyOperation<CreateRefundInput> = {
       "refund_declined",
       "refund_outcome_unknown",
     ],
+    examples: REFUND_EXAMPLES,
   },
 };

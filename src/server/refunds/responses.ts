@@ -1,7 +1,7 @@
 import type { Refund } from "~/generated/prisma/client";
 import { abandonedBody } from "~/server/http/abandonedAnswer";
 import { errorBody } from "~/server/http/apiError";
-import { API_ERRORS } from "~/server/http/errorRegistry";
+import { API_ERRORS } from "@charges/client/errorRegistry";
 import type { StoredResponse } from "~/server/idempotency";
 
 /** The public JSON shape of a refund (POST /api/refunds, GET /api/refunds/[id], a charge's `refunds`). */

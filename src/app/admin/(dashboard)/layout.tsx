@@ -51,7 +51,7 @@ export default async function DashboardLayout({ children }: { children: ReactNod
         {needsTwoFactor && (
           <p role="status" className="card warn">
             Engineers must sign in with two-factor authentication.{" "}
-            <Link href="/admin/account">Set it up under Account</Link>, then sign in again.
+            <Link href="/admin/account">Set it up under Account</Link>: this session may act as soon as it is on.
           </p>
         )}
         {children}

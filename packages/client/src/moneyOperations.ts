@@ -1,15 +1,15 @@
-import { IDEMPOTENCY_KEY_HEADER, keyProblem, serializeKey } from "../server/http/idempotencyProtocol";
+import { IDEMPOTENCY_KEY_HEADER, keyProblem, serializeKey } from "./idempotencyProtocol.js";
 import {
   ChargesApiError,
   InvalidIdempotencyKeyError,
   OperationExpiredError,
   OperationMismatchError,
   type OperationDeadlineError,
-} from "./errors";
-import type { MoneyResource, OperationStore, StoredOperation } from "./operationStore";
-import { retryAfterMs } from "./retryPolicy";
-import type { Exchange, Transport } from "./transport";
-import type { ApiErrorBody, OperationResult, OperationState } from "./types";
+} from "./errors.js";
+import type { MoneyResource, OperationStore, StoredOperation } from "./operationStore.js";
+import { retryAfterMs } from "./retryPolicy.js";
+import type { Exchange, Transport } from "./transport.js";
+import type { ApiErrorBody, OperationResult, OperationState } from "./types.js";
 
 /** What differs between the money operations: where they are sent, and what their answer and deadline are called. */
 export type OperationSpec<Name extends string> = {
@@ -127,6 +127,18 @@ export class MoneyOperations<Name extends string, Params, Created> {
       return { state: "unknown", idempotencyKey };
     }
     throw new ChargesApiError(answer.status, error);
+  }
+
+  /** One of your objects by its id (GET <path>/<id>): throws a ChargesApiError (404 not_found) for anyone else's. */
+  async retrieve(id: string): Promise<Created> {
+    const answer = await this.transport.exchange({
+      path: `${this.spec.path}/${encodeURIComponent(id)}`,
+      init: { method: "GET" },
+      deadlineError: (attempts, problem) =>
+        new Error(`GET ${this.spec.path}/${id}: no answer after ${attempts} attempts (last: ${problem})`),
+    });
+    if (answer.status !== 200) throw new ChargesApiError(answer.status, errorOf(answer.json, answer.status));
+    return answer.json as Created;
   }
 
   /**

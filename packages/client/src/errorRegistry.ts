@@ -2,10 +2,10 @@
  * Every error code of the public API, in ONE list. From it:
  * - the route handlers take each answer's status, Retry-After and Link (src/server/http/presentError.ts),
  * - the OpenAPI document and the /docs page describe every code and what a client should do,
- * - the SDK (src/client) decides which answers to retry.
+ * - the SDK (this package) decides which answers to retry.
  *
- * This file has no imports and must keep none: the SDK imports it and has to stay
- * free of server code (env, database) so that it runs in browsers too.
+ * It lives in the SDK's package, which the server imports it from (`@charges/client/errorRegistry`): the package
+ * ships alone, so this file imports nothing, and runs in browsers too.
  */
 
 /** What a client should do about an answer. */

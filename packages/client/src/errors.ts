@@ -1,5 +1,5 @@
-import { MAX_KEY_LENGTH } from "../server/http/idempotencyProtocol";
-import type { ApiErrorBody } from "./types";
+import { MAX_KEY_LENGTH } from "./idempotencyProtocol.js";
+import type { ApiErrorBody } from "./types.js";
 
 /** The key cannot be sent: nothing was sent. */
 export class InvalidIdempotencyKeyError extends TypeError {

@@ -2,7 +2,7 @@
  * The SDK's one retry loop, shared by every operation (charges, refunds, their lookups): it sends until an answer
  * that is not worth retrying arrives, or the deadline passes. What is worth retrying is retryPolicy's decision.
  */
-import { appliedWaitSeconds, isRetryable, nextDelayMs, preferWaitSeconds, retryAfterMs } from "./retryPolicy";
+import { appliedWaitSeconds, isRetryable, nextDelayMs, preferWaitSeconds, retryAfterMs } from "./retryPolicy.js";
 
 export type TransportOptions = {
   baseUrl: string;

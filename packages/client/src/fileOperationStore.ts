@@ -1,12 +1,12 @@
 /**
- * An OperationStore in one JSON file (Node only: import it from "src/client/fileOperationStore").
+ * An OperationStore in one JSON file (Node only: import it from "@charges/client/fileOperationStore").
  * Every change is written to a temporary file, flushed to disk and renamed over the old one, so a crash
  * leaves either the old or the new content, never half of it. One process per file: it does not lock
  * against other processes (use a database for that, see the README).
  */
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import path from "node:path";
-import type { OperationStore, StoredOperation } from "./operationStore";
+import type { OperationStore, StoredOperation } from "./operationStore.js";
 
 type Contents = Record<string, StoredOperation>;
 

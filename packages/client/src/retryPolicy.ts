@@ -2,7 +2,7 @@
  * The SDK's retry decisions, as pure functions (tested without a server in test/unit/).
  * What is worth retrying comes from the server's error registry, the one list of codes.
  */
-import { API_ERRORS, isApiErrorCode, RETRYABLE_STATUSES_WITHOUT_CODE } from "../server/http/errorRegistry";
+import { API_ERRORS, isApiErrorCode, RETRYABLE_STATUSES_WITHOUT_CODE } from "./errorRegistry.js";
 
 /** `retryable`: what the error body says (every error body of the server says it); absent from a proxy's page. */
 export type Answer = { status: number; code: string | undefined; replayed: boolean; retryable?: unknown };

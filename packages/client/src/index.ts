@@ -1,6 +1,6 @@
 /**
- * The TypeScript client for the Charges API (Node 18+ and browsers; no
- * dependencies beyond fetch).
+ * The TypeScript client for the Charges API (Node 20+ and browsers; no
+ * dependencies beyond fetch), the package @charges/client.
  *
  * ┌──────────────────────────────────────────────────────────────────────────┐
  * │ ONE Idempotency-Key PER LOGICAL OPERATION, REUSED ON EVERY RETRY.        │
@@ -13,11 +13,12 @@
  * │ client a store and a reference to make the operation survive a restart.  │
  * └──────────────────────────────────────────────────────────────────────────┘
  *
- * The SDK shares two files with the server, src/server/http/errorRegistry.ts and
- * idempotencyProtocol.ts: both import nothing, so the SDK stays browser-safe.
- * The file-backed store is Node-only and lives apart: src/client/fileOperationStore.
+ * The package imports nothing from outside itself. The server imports two of its files, the API's contract:
+ * errorRegistry.ts (every error code and what a client should do) and idempotencyProtocol.ts (the key's rule).
+ * The file-backed store is Node-only and lives apart: @charges/client/fileOperationStore.
  */
-export { ChargesClient, type ChargesClientOptions } from "./ChargesClient";
+export { ChargesClient, type ChargesClientOptions } from "./ChargesClient.js";
+export { API_ERROR_CODES, API_ERRORS, type ApiErrorCode, isApiErrorCode } from "./errorRegistry.js";
 export {
   ChargeDeadlineError,
   ChargesApiError,
@@ -26,14 +27,14 @@ export {
   OperationExpiredError,
   OperationMismatchError,
   RefundDeadlineError,
-} from "./errors";
-export type { CreateOptions, KeyLifetime, MoneyOperations } from "./moneyOperations";
+} from "./errors.js";
+export type { CreateOptions, KeyLifetime, MoneyOperations } from "./moneyOperations.js";
 export {
   MemoryOperationStore,
   type MoneyResource,
   type OperationStore,
   type StoredOperation,
-} from "./operationStore";
+} from "./operationStore.js";
 export type {
   ApiErrorBody,
   Charge,
@@ -45,4 +46,4 @@ export type {
   Refund,
   RefundReason,
   RefundResult,
-} from "./types";
+} from "./types.js";

@@ -1,6 +1,6 @@
 /**
- * The wire names and the key rule that the server and the SDK (src/client) share.
- * No imports, like errorRegistry.ts: the SDK imports this file and must run in browsers.
+ * The wire names and the key rule that the server and the SDK share: the server imports it from the SDK's
+ * package (`@charges/client/idempotencyProtocol`). No imports, like errorRegistry.ts.
  */
 
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";

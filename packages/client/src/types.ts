@@ -1,4 +1,4 @@
-import type { ApiErrorCode } from "../server/http/errorRegistry";
+import type { ApiErrorCode } from "./errorRegistry.js";
 
 export type CreateChargeParams = {
   amount_cents: number;

@@ -1,7 +1,7 @@
-import { ChargeDeadlineError, RefundDeadlineError } from "./errors";
-import { type CreateOptions, MoneyOperations } from "./moneyOperations";
-import type { OperationStore, StoredOperation } from "./operationStore";
-import { Transport } from "./transport";
+import { ChargeDeadlineError, RefundDeadlineError } from "./errors.js";
+import { type CreateOptions, MoneyOperations } from "./moneyOperations.js";
+import type { OperationStore, StoredOperation } from "./operationStore.js";
+import { Transport } from "./transport.js";
 import type {
   Charge,
   ChargeResult,
@@ -10,7 +10,7 @@ import type {
   OperationState,
   Refund,
   RefundResult,
-} from "./types";
+} from "./types.js";
 
 export type ChargesClientOptions = {
   baseUrl: string;
