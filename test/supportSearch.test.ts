@@ -36,7 +36,8 @@ describe("the request log for support", () => {
       });
     const noTrace = await abandoned(abandonedBody({ kind: "no_trace" }));
     const refused = await abandoned(abandonedBody({ kind: "refused", code: "request_expired" }));
-    await seedRecord({ apiClientId, phase: "complete", key: null });
+    // A decline: a stored 201 would have to name a charge row (the run's closing ledger check).
+    await seedRecord({ apiClientId, phase: "complete", key: null, response: { status: 402, body: "{}" } });
     const s = await support();
 
     const all = await s.requests.list({ apiClientId });
