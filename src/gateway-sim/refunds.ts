@@ -11,6 +11,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type * as mariadb from "mariadb";
 import { z } from "zod";
 import { metadataOf, refundLedger, type ChargeSource, type RefundRow } from "./refundLedger";
+import { announceRefund } from "./stripe/refunds";
+import type { Announce } from "./webhooks";
 
 const bodySchema = z.object({
   charge: z.string().min(1).max(40),
@@ -61,7 +63,7 @@ const simCharges: ChargeSource = {
 const LIST_MAX = 100;
 
 /** Answers a request under /v1/refunds; false for any other path. */
-export function refundsApi(pool: mariadb.Pool) {
+export function refundsApi(pool: mariadb.Pool, announce: Announce) {
   const ledger = refundLedger(pool);
 
   async function create(req: IncomingMessage, res: ServerResponse) {
@@ -101,6 +103,7 @@ export function refundsApi(pool: mariadb.Pool) {
         return fail(res, 500, "processing_error", "Simulated refund failure; nothing was refunded");
       case "refunded":
       case "replay":
+        if (result.kind === "refunded") announceRefund(announce, result.row, result.behaviour);
         if (result.kind === "refunded" && result.behaviour.kind === "refund_then_error") {
           return fail(res, 500, "processing_error", "Simulated failure after the refund was made");
         }

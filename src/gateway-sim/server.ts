@@ -26,6 +26,7 @@ import { refundsApi } from "./refunds";
 import { noteRefusal, REFUSALS_SCHEMA, REQUEST_EXPIRED, refusalOf } from "./refusals";
 import { stripeApi } from "./stripe/api";
 import { ensureStripeSchema } from "./stripe/schema";
+import { WEBHOOK_ENDPOINTS_TABLE, webhooksApi } from "./webhooks";
 
 const config = z
   .object({
@@ -107,6 +108,7 @@ async function ensureSchema(url: string) {
   await conn.query(SCHEMA);
   await conn.query(REFUNDS_TABLE);
   await conn.query(REFUSALS_SCHEMA);
+  await conn.query(WEBHOOK_ENDPOINTS_TABLE);
   const columns: { COLUMN_NAME: string }[] = await conn.query(
     "SELECT COLUMN_NAME FROM information_schema.columns WHERE table_schema = ? AND table_name = 'sim_charges'",
     [name],
@@ -128,8 +130,13 @@ async function ensureSchema(url: string) {
 
 const identity = await ensureSchema(config.GATEWAY_DATABASE_URL);
 const pool = mariadb.createPool(databaseOptions(config.GATEWAY_DATABASE_URL));
-const stripe = stripeApi(pool, { searchLagMs: config.GATEWAY_SEARCH_LAG_MS, accountId: identity });
-const refunds = refundsApi(pool);
+const webhooks = webhooksApi(pool);
+const stripe = stripeApi(pool, {
+  searchLagMs: config.GATEWAY_SEARCH_LAG_MS,
+  accountId: identity,
+  announce: webhooks.announce,
+});
+const refunds = refundsApi(pool, webhooks.announce);
 
 function send(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { "Content-Type": "application/json" });
@@ -149,6 +156,23 @@ function toWire(row: Row) {
     created_at: new Date(row.created_at).toISOString(),
     metadata: typeof row.metadata === "string" ? (JSON.parse(row.metadata) as unknown) : row.metadata,
   };
+}
+
+/** A charge as a webhook reports it: a PaymentIntent's shape, as Stripe's events carry one. */
+function announceCharge(row: Row) {
+  const succeeded = row.status === "succeeded";
+  webhooks.announce(
+    succeeded ? "payment_intent.succeeded" : "payment_intent.payment_failed",
+    {
+      id: row.id,
+      object: "payment_intent",
+      amount: row.amount_cents,
+      currency: row.currency,
+      status: succeeded ? "succeeded" : "requires_payment_method",
+      metadata: toWire(row).metadata ?? {},
+    },
+    row.respond_after,
+  );
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -277,6 +301,7 @@ async function createCharge(req: IncomingMessage, res: ServerResponse) {
       notAfter,
     );
     if (inserted === "late") return send(res, 410, { error: REQUEST_EXPIRED });
+    announceCharge(row);
   } catch (error) {
     if ((error as { errno?: number }).errno !== 1062) throw error;
     const existing = await findByKey(key);
@@ -334,6 +359,7 @@ const server = createServer((req, res) => {
   const url = new URL(req.url ?? "/", "http://gateway");
   const byKey = /^\/v1\/charges\/by-idempotency-key\/(.+)$/.exec(url.pathname);
   const handle = async () => {
+    if (await webhooks.handle(req, res, url)) return;
     if (await stripe(req, res, url)) return;
     if (await refunds(req, res, url)) return;
     if (req.method === "POST" && url.pathname === "/v1/charges") return createCharge(req, res);

@@ -37,12 +37,15 @@ import { cardBehaviour } from "./paymentMethods";
 import { intentJson, intentStore, newId, type PaymentError } from "./paymentIntents";
 import { isRefundPath, stripeRefunds } from "./refunds";
 import { parseSearchQuery } from "./searchQuery";
+import type { Announce } from "../webhooks";
 
 export type StripeApiConfig = {
   /** How long a new intent stays invisible to search (Stripe: "under a minute", longer during an outage). */
   searchLagMs: number;
   /** The simulator's account id (../identity.ts): GET /v1/account. */
   accountId: string;
+  /** Sends a webhook event (../webhooks.ts). */
+  announce: Announce;
 };
 
 type Answer = { status: number; body: string };
@@ -71,7 +74,7 @@ function authenticate(req: IncomingMessage) {
 export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
   const intents = intentStore(pool);
   const keys = idempotencyStore(pool);
-  const refunds = stripeRefunds(pool);
+  const refunds = stripeRefunds(pool, config.announce);
 
   /** Runs a create whose key (if any) this request holds; says whether its answer is saved under the key. */
   async function execute(input: CreateIntent, key: string | null): Promise<{ answer: Answer; save: boolean }> {
@@ -101,6 +104,9 @@ export function stripeApi(pool: mariadb.Pool, config: StripeApiConfig) {
       },
       (behaviour.kind === "succeed" && behaviour.searchLagMs) || config.searchLagMs,
     );
+    // Reported once final: a slow card's answer (and its event) comes when its delay is over.
+    const settlesAt = new Date(Date.now() + (behaviour.kind === "succeed" ? behaviour.delayMs : 0));
+    config.announce(decline ? "payment_intent.payment_failed" : "payment_intent.succeeded", intentJson(row), settlesAt);
     if (behaviour.kind === "charge_then_error") return { answer: errorAnswer(apiError()), save: true };
     if (decline) {
       const card = new StripeHttpError(402, {

@@ -9,6 +9,7 @@ import type * as mariadb from "mariadb";
 import { metadataOf, refundLedger, type ChargeSource, type RefundRow } from "../refundLedger";
 import { apiError, invalidRequest, resourceMissing, StripeHttpError } from "./errors";
 import { createRefundParams, refundListParams, type Params } from "./params";
+import type { Announce } from "../webhooks";
 
 type Answer = { status: number; body: string };
 
@@ -26,6 +27,12 @@ export function refundJson(row: RefundRow) {
   };
 }
 
+/** A refund made, reported (in Stripe's shape, whichever protocol made it) when its answer would come. */
+export function announceRefund(announce: Announce, row: RefundRow, behaviour: { kind: string; delayMs?: number }) {
+  const delay = behaviour.kind === "succeed" ? (behaviour.delayMs ?? 0) : 0;
+  announce("refund.updated", refundJson(row), new Date(Date.now() + delay));
+}
+
 const intents: ChargeSource = {
   async lock(conn, id) {
     const [row] = (await conn.query(
@@ -40,7 +47,7 @@ const intents: ChargeSource = {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ok = (body: unknown): Answer => ({ status: 200, body: JSON.stringify(body) });
 
-export function stripeRefunds(pool: mariadb.Pool) {
+export function stripeRefunds(pool: mariadb.Pool, announce: Announce) {
   const ledger = refundLedger(pool);
 
   /** Runs a refund under a key this request holds (api.ts's idempotency); says whether to save its answer. */
@@ -76,6 +83,7 @@ export function stripeRefunds(pool: mariadb.Pool) {
         throw new Error(`unexpected ${result.kind} without a ledger key`); // keys are api.ts's here
       case "refunded":
       case "replay":
+        if (result.kind === "refunded") announceRefund(announce, result.row, result.behaviour);
         if (result.behaviour.kind === "refund_then_error") {
           return { answer: { status: 500, body: JSON.stringify({ error: apiError().body }) }, save: key !== null };
         }
