@@ -9,6 +9,7 @@ import { createServer } from "node:net";
 import { parseMysqlUrl } from "../src/lib/mysqlUrl";
 import { provisionAppUser } from "./lib/appUser";
 import { devConfig, loadDotEnv } from "./lib/config";
+import { registerGatewayWebhook } from "./lib/gatewayWebhook";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
 import { run, startApp, startGateway, startSweeper, type Service } from "./lib/processes";
@@ -65,6 +66,9 @@ try {
   services.push(await startGateway({ port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl }));
   const app = await startApp({ port: config.appPort, env: config.env });
   services.push(app);
+  // The simulator's events settle unknown outcomes at once (Stripe's are registered in its dashboard: docs/stripe.md).
+  const simulator = `http://127.0.0.1:${config.gatewayPort}`;
+  await registerGatewayWebhook(simulator, app.url, config.env.GATEWAY_WEBHOOK_SECRET!);
   services.push(startSweeper(config.env));
 
   console.log(`

@@ -48,6 +48,14 @@ const schema = z
     /** GATEWAY=stripe: where Stripe's API is (protocol, host, port); unset: api.stripe.com. Tests: the simulator. */
     STRIPE_API_BASE: z.string().url().optional(),
     /**
+     * The secret the gateway signs its webhook events with (Stripe's `whsec_...`, either gateway): its events about
+     * an operation settle it at once (src/server/gatewayEvents). Unset: POST /api/gateway/events answers 404.
+     */
+    GATEWAY_WEBHOOK_SECRET: z
+      .string()
+      .regex(/^whsec_\w{16,}$/, "must be a webhook signing secret (whsec_ and at least 16 more characters)")
+      .optional(),
+    /**
      * GATEWAY=stripe: how long after an attempt's deadline a request sent to Stripe may still land, or its search
      * still lag (under a minute normally, longer in an outage). Stripe cannot be told a deadline, so "nothing was
      * made" waits this out, for charges and refunds: an operation Stripe never answers is final this long after

@@ -65,6 +65,8 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   reconciliation_runs: ALL,
   // UPDATE: last seen, resolved by a run, closed by an engineer (written once: a trigger). Never deleted.
   ledger_mismatches: READ_ADD_CHANGE,
+  // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts); never changed (src/server/gatewayEvents).
+  gateway_events: ["SELECT", "INSERT", "DELETE"],
 };
 const NOT_FOR_THE_APP = new Set(["_prisma_migrations"]);
 

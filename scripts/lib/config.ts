@@ -53,21 +53,25 @@ export function gatewayEnv(simulatorUrl: string, opts: { realStripeAllowed: bool
  * one, `npm start` makes one and keeps it in .data/ (git-ignored), so sessions
  * and enrolled second factors survive a restart; tests make one per run.
  */
-function secret(name: string, problemOf: (value: string) => string | null, keepIn: string | null): string {
+function secret(name: string, problemOf: (value: string) => string | null, keepIn: string | null, prefix = ""): string {
   const configured = process.env[name];
   if (configured) {
     const problem = problemOf(configured);
     if (problem) throw new Error(`${name} ${problem}`);
     return configured;
   }
-  if (!keepIn) return randomBytes(32).toString("hex");
+  if (!keepIn) return prefix + randomBytes(32).toString("hex");
   if (existsSync(keepIn)) return readFileSync(keepIn, "utf8").trim();
-  const value = randomBytes(32).toString("hex");
+  const value = prefix + randomBytes(32).toString("hex");
   mkdirSync(path.dirname(keepIn), { recursive: true });
   writeFileSync(keepIn, `${value}\n`, { mode: 0o600 });
   console.log(`${name} is not set: generated one in ${path.relative(root, keepIn)}`);
   return value;
 }
+
+/** The simulator signs its webhooks with what it is given; Stripe's are whsec_ and base64 (src/env.ts checks it). */
+const webhookSecretProblem = (value: string) =>
+  /^whsec_\w{16,}$/.test(value) ? null : "must be a webhook signing secret (whsec_...)";
 
 const keptIn = (dir: string | null, name: string) => (dir ? path.join(dir, name) : null);
 
@@ -96,6 +100,12 @@ function stack(
       ...gatewayEnv(simulatorUrl, { realStripeAllowed }),
       SESSION_SECRET: secret("SESSION_SECRET", sessionSecretProblem, keptIn(secretDir, "session-secret")),
       TOTP_ENCRYPTION_KEY: secret("TOTP_ENCRYPTION_KEY", totpKeyProblem, keptIn(secretDir, "totp-encryption-key")),
+      GATEWAY_WEBHOOK_SECRET: secret(
+        "GATEWAY_WEBHOOK_SECRET",
+        webhookSecretProblem,
+        keptIn(secretDir, "gateway-webhook-secret"),
+        "whsec_",
+      ),
       ...extra,
     },
   };

@@ -90,6 +90,15 @@ export const API_ERRORS = {
       "as a new operation, with a new key.",
     stored: true,
   },
+  invalid_signature: {
+    status: 400,
+    title: "Invalid signature",
+    message: "The event's Stripe-Signature does not verify.",
+    action: "fix",
+    advice:
+      "POST /api/gateway/events takes only events the gateway signed with GATEWAY_WEBHOOK_SECRET in the last " +
+      "5 minutes. Check the endpoint's secret; nothing was done.",
+  },
   not_found: {
     status: 404,
     title: "Not found",

@@ -20,3 +20,4 @@ function configuredGateway(): PaymentGateway {
 export const gateway: PaymentGateway = configuredGateway();
 export * from "./types";
 export { deriveGatewayKey, metadataFor } from "./deriveGatewayKey";
+export { takesGatewayEvents, verifyGatewayEvent, type GatewayEvent } from "./events";

@@ -2,12 +2,16 @@ import { env } from "~/env";
 import { execute } from "~/server/db";
 import { pruneExpiredBatch } from "~/server/idempotency/maintenance";
 
-/** Key-reuse attempts, sweep and reconciliation runs are dashboard history; kept longer than keys. */
+/**
+ * Key-reuse attempts, sweep and reconciliation runs are dashboard history; kept longer than keys. Gateway events
+ * are kept past the gateway's redelivery (Stripe's: 3 days), so that a late redelivery is still known.
+ */
 const HISTORY_RETENTION_DAYS = 30;
 const HISTORY = [
   ["idempotency_key_reuses", "created_at"],
   ["sweep_runs", "started_at"],
   ["reconciliation_runs", "started_at"],
+  ["gateway_events", "received_at"],
 ] as const;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
