@@ -1,15 +1,12 @@
-/**
- * Headers for every answer. The dashboard pages also get a per-request CSP
- * with a nonce (src/proxy.ts); API answers are JSON and may load nothing.
- */
-const everywhere = [
-  { key: "X-Content-Type-Options", value: "nosniff" },
-  { key: "Referrer-Policy", value: "same-origin" },
-  { key: "X-Frame-Options", value: "DENY" },
-  { key: "Permissions-Policy", value: "camera=(), microphone=(), geolocation=(), payment=()" },
-];
+import answerHeaders from "./src/server/http/answerHeaders.json" with { type: "json" };
 
-const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+/**
+ * Headers for every answer (src/server/http/answerHeaders.json, which src/proxy.ts also sets on the answers it
+ * makes itself). The dashboard pages also get a per-request CSP with a nonce (src/proxy.ts); API answers are JSON
+ * and may load nothing.
+ */
+const everywhere = Object.entries(answerHeaders.everywhere).map(([key, value]) => ({ key, value }));
+const API_CSP = answerHeaders.apiCsp;
 
 /** @type {import('next').NextConfig} */
 const nextConfig = {

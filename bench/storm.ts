@@ -205,7 +205,10 @@ async function duplicateCharges(tag: string) {
 /** Each instance's own record of its pool, per 100 ms: exact, where a sampled gauge would miss bursts. */
 async function poolRecords(): Promise<PoolUsage[]> {
   return Promise.all(
-    appUrls.map(async (url) => ((await (await fetch(`${url}/api/health`)).json()) as { pool: PoolUsage }).pool),
+    appUrls.map(async (url) => {
+      const res = await fetch(`${url}/api/health`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      return ((await res.json()) as { pool: PoolUsage }).pool;
+    }),
   );
 }
 

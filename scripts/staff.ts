@@ -48,7 +48,8 @@ await runCli(USAGE, options, {
     const input = { email: required(values, "email"), name: required(values, "name"), role, password } as const;
     const { user, password: first } = await createStaff(input, audit);
     console.log(
-      `staff #${user.id} ${user.email} (${user.role})${password ? "" : `\nfirst password (shown once): ${first}`}`,
+      `staff #${user.id} ${user.email} (${user.role})${password ? "" : `\nfirst password (shown once): ${first}`}` +
+        "\nthe password must be changed at the first sign-in",
     );
   },
   async disable(_values, [id], audit) {

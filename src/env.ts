@@ -102,6 +102,11 @@ const schema = z
       .default(24),
     /** Largest accepted request body, in bytes. */
     MAX_BODY_BYTES: z.coerce.number().int().min(256).default(16_384),
+    /**
+     * A request body (the API's, sign-in's, the dashboard's) not received in full this long after it began to be
+     * read is answered 408: a client trickling its body cannot hold a connection for minutes.
+     */
+    BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
     /** The longest a process trusts an API key it looked up (revocations reach every process within 1 s). */
     API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(1_000).max(300_000).default(30_000),
     /** Keyless traffic must be zero for this long before enforcing is called safe. */
@@ -142,6 +147,24 @@ const schema = z
      */
     STAFF_REQUIRE_2FA: z.enum(["true", "false"]).optional(),
     /**
+     * Anyone who refunds from the dashboard (support and engineers) must have signed in with a TOTP code. Unset:
+     * required with NODE_ENV=production, not otherwise; `true` or `false` decides.
+     */
+    STAFF_REFUND_REQUIRE_2FA: z.enum(["true", "false"]).optional(),
+    /** At most this many dashboard refunds per person in any hour (requests awaiting approval count)... */
+    STAFF_REFUND_MAX_PER_HOUR: z.coerce.number().int().min(0).default(20),
+    /** ...and this many in any 24 hours... */
+    STAFF_REFUND_MAX_PER_DAY: z.coerce.number().int().min(0).default(100),
+    /** ...for at most this much in any hour (in minor units, e.g. cents, whatever the currency)... */
+    STAFF_REFUND_MAX_CENTS_PER_HOUR: z.coerce.number().int().min(0).default(1_000_000),
+    /** ...and this much in any 24 hours. */
+    STAFF_REFUND_MAX_CENTS_PER_DAY: z.coerce.number().int().min(0).default(5_000_000),
+    /**
+     * A dashboard refund above this amount (minor units) is a request another staff member must approve (four
+     * eyes; nobody approves their own). 0: every refund needs an approval.
+     */
+    STAFF_REFUND_APPROVAL_ABOVE_CENTS: z.coerce.number().int().min(0).default(50_000),
+    /**
      * Encrypts TOTP secrets at rest (AES-256-GCM; 64 hex characters). Optional here because the sweeper and
      * the command-line tools do not use it; the web server refuses to start without one (src/server/boot.ts).
      */
@@ -154,6 +177,12 @@ const schema = z
      * is the entry that many places from the right. With 0 it is the TCP peer's (src/server/http/requestInfo.ts).
      */
     TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
+    /**
+     * Which API keys this deployment issues: `test` (sk_test_…) or `live` (sk_live_…). One setting for every
+     * issuer (the dashboard, `npm run clients`, the demo seed), so one deployment never mixes the two; it names
+     * the deployment, not NODE_ENV (a CLI run without NODE_ENV issues what the server does).
+     */
+    API_KEY_MODE: z.enum(["test", "live"]).default("test"),
     /** Bearer token that GET /api/metrics (Prometheus) requires; unset: the endpoint answers 404. */
     METRICS_TOKEN: z.string().min(24, "must be at least 24 characters (e.g. `openssl rand -hex 24`)").optional(),
     /** The least severe level the JSON log (pino) writes. */
@@ -233,6 +262,10 @@ const schema = z
     ...env,
     STAFF_REQUIRE_2FA:
       env.STAFF_REQUIRE_2FA === undefined ? env.NODE_ENV === "production" : env.STAFF_REQUIRE_2FA === "true",
+    STAFF_REFUND_REQUIRE_2FA:
+      env.STAFF_REFUND_REQUIRE_2FA === undefined
+        ? env.NODE_ENV === "production"
+        : env.STAFF_REFUND_REQUIRE_2FA === "true",
   }));
 
 export type Env = z.infer<typeof schema>;

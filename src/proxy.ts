@@ -1,42 +1,22 @@
 import { NextResponse, type NextRequest } from "next/server";
-import { errorResponse } from "~/server/http/apiError";
-import { presentError } from "~/server/http/presentError";
 import { HSTS, pageCsp } from "~/server/http/securityHeaders";
-
-/** Next.js decodes a dynamic segment before the route runs, and answers a malformed one with a plain-text 500. */
-function isDecodable(pathname: string): boolean {
-  try {
-    for (const segment of pathname.split("/")) decodeURIComponent(segment);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { cameOverHttps } from "~/server/http/transport";
 
 /**
- * Runs before every page (not the API, but for its one route with a dynamic
- * segment: see `config`). For pages: makes a nonce, puts the CSP on the
- * request, where Next.js finds the nonce and adds it to its script tags, and on
- * the response, where the browser enforces it.
+ * Runs before every page. Makes a nonce, puts the CSP on the request, where Next.js finds the nonce and adds it to
+ * its script tags, and on the response, where the browser enforces it. (A path that is not valid percent-encoding
+ * never gets here: src/server/http/peerAddress.ts answers it first, pages and API alike.)
  */
 export async function proxy(request: NextRequest) {
-  if (request.nextUrl.pathname.startsWith("/api/")) {
-    // A charge id that is not valid percent-encoding names no charge: the API's 404, in its error format.
-    if (isDecodable(request.nextUrl.pathname)) return NextResponse.next();
-    return presentError(
-      request,
-      errorResponse("not_found", { message: "No such charge: the id is not valid percent-encoding." }),
-    );
-  }
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
-  const https = request.nextUrl.protocol === "https:" || request.headers.get("x-forwarded-proto") === "https";
+  const https = cameOverHttps(request.headers);
   const path = request.nextUrl.pathname;
-  // /docs renders Redoc, whose bundled CSS cannot carry the nonce; the dashboard's charts and popovers set
-  // style attributes (see pageCsp).
+  // /docs renders Redoc, whose bundled CSS cannot carry the nonce; the dashboard's signed-in pages render charts
+  // and popovers that set style attributes (see pageCsp). The sign-in page has none.
   const csp = pageCsp(nonce, {
     https,
     inlineStyles: path.startsWith("/docs"),
-    styleAttributes: path.startsWith("/admin"),
+    styleAttributes: path.startsWith("/admin") && !path.startsWith("/admin/login"),
   });
   const headers = new Headers(request.headers);
   headers.set("x-nonce", nonce);
@@ -50,7 +30,7 @@ export async function proxy(request: NextRequest) {
 }
 
 export const config = {
-  // Pages, and the API's one dynamic route (GET /api/charges/:id): API answers get their fixed headers from
-  // next.config.mjs, and the charge path (POST /api/charges) never takes a trip through here.
-  matcher: [{ source: "/((?!api/|_next/static|_next/image|favicon.ico).*)" }, { source: "/api/charges/:id" }],
+  // Pages only: API answers get their fixed headers from next.config.mjs, and a request through a proxy has its
+  // body read in full before the route runs, which would undo the route's body deadline (readJsonBody.ts).
+  matcher: [{ source: "/((?!api/|_next/static|_next/image|favicon.ico).*)" }],
 };

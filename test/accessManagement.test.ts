@@ -116,6 +116,10 @@ describe("staff", () => {
     );
     assert.equal(created.status, 0, created.err);
     const browser = await signedIn({ id: 0, email, password });
+    // Created with a password someone typed on a terminal: its owner chooses their own at the first sign-in.
+    assert.equal((await browser.query("staff.list")).status, 403);
+    const changed = await browser.mutate("account.changePassword", { current: password, next: `own ${randomUUID()}` });
+    assert.equal(changed.status, 200, JSON.stringify(changed.error));
     assert.equal((await browser.query("staff.list")).status, 200);
     const again = await cli("staff", ["create", "--email", email, "--name", "Again", "--role", "engineer"]);
     assert.equal(again.status, 1);
@@ -138,8 +142,22 @@ describe("staff", () => {
     const engineer = await signedIn(account);
     const email = `new-${randomUUID().slice(0, 8)}@example.com`;
     const created = await engineer.mutate("staff.create", { email, name: "New", role: "support" });
-    const newcomer = await signedIn({ id: created.data.userId, email, password: created.data.temporaryPassword });
+    const first = { id: created.data.userId, email, password: created.data.temporaryPassword };
+    const newcomer = await signedIn(first);
+    // The first password must be replaced before anything else: every page leads to Account, every procedure
+    // but the account's own is refused.
+    const refused = await newcomer.query("sweep.status");
+    assert.equal(refused.status, 403);
+    assert.match(refused.error!.message, /new password/);
+    const page = await newcomer.page("/admin/customers");
+    assert.equal(page.status, 307);
+    assert.equal(new URL(page.headers.get("location")!, "http://x").pathname, "/admin/account");
+    assert.equal((await newcomer.query("account.me")).data.mustChangePassword, true);
+    const next = `own-${randomUUID()}`;
+    const changed = await newcomer.mutate("account.changePassword", { current: first.password, next });
+    assert.equal(changed.status, 200, JSON.stringify(changed.error));
     assert.equal((await newcomer.query("sweep.status")).status, 200);
+    assert.equal((await newcomer.page("/admin/customers")).status, 200);
     const self = await engineer.mutate("staff.setDisabled", { userId: account.id, disabled: true });
     assert.equal(self.status, 400);
     assert.match(self.error!.message, /cannot change your own role or disable yourself/);

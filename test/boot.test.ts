@@ -49,8 +49,10 @@ const boot = (secret: string | undefined) => start({ SESSION_SECRET: secret });
 describe("SESSION_SECRET at boot", () => {
   for (const [what, secret, message] of [
     ["the old .env.example placeholder", "replace-me-with-openssl-rand-hex-32-output", /placeholder/],
-    ["a short secret", "0123456789abcdef", /at least 32 characters/],
-    ["a low-entropy secret", "abababababababababababababababababab", /repeated pattern|entropy/],
+    ["a short secret", "0123456789abcdef", /at least 32 random bytes/],
+    ["a low-entropy secret", "ab".repeat(32), /repeated pattern|entropy/],
+    ["a guessable secret in base64's alphabet", "ThisIsMyVerySecretSessionKeyForTheChargesApp2026", /made of words/],
+    ["a passphrase", "correct horse battery staple, then some more words", /hex or base64/],
     ["no secret", undefined, /is not set/],
   ] as const) {
     test(`${what}: next start exits without serving`, async () => {

@@ -41,6 +41,18 @@ async function auditedAddress(baseUrl: string, forwardedFor: string) {
   return entry.ipAddress;
 }
 
+describe("X-Forwarded-Proto", () => {
+  test("switches on HSTS only when a proxy is trusted: without one, any client could send it", async () => {
+    const sent = { headers: { "X-Forwarded-Proto": "https" } };
+    const untrusted = await fetch(`${NO_PROXY_URL}/admin/login`, sent);
+    assert.equal(untrusted.status, 200);
+    assert.equal(untrusted.headers.get("strict-transport-security"), null);
+    assert.doesNotMatch(untrusted.headers.get("content-security-policy") ?? "", /upgrade-insecure-requests/);
+    const trusted = await fetch(`${TWO_PROXIES_URL}/admin/login`, sent);
+    assert.match(trusted.headers.get("strict-transport-security") ?? "", /^max-age=/);
+  });
+});
+
 describe("client address", () => {
   test("no trusted proxy: the TCP peer's, whatever X-Forwarded-For says", async () => {
     assert.equal(await auditedAddress(NO_PROXY_URL, "203.0.113.50"), "127.0.0.1");

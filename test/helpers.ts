@@ -18,6 +18,9 @@ export const APP_URL = process.env.TEST_APP_URL ?? "http://127.0.0.1:3100";
 
 export { db };
 
+/** The run's METRICS_TOKEN as a request's credential: GET /api/metrics, and /api/health's details. */
+export const withMetricsCredential = { headers: { Authorization: `Bearer ${process.env.METRICS_TOKEN}` } };
+
 export type ApiResponse = { status: number; headers: Headers; json: any; text: string };
 
 /** An answer in the documented error format, with this status and code. */

@@ -25,13 +25,8 @@ describe("security headers", () => {
     assert.match(csp!, /frame-ancestors 'none'/);
     assert.match(csp!, /object-src 'none'/);
     assert.match(csp!, /style-src 'self' 'nonce-/);
-    // The one exception on dashboard pages: style attributes (charts, popovers), never scripts or stylesheets.
-    const directives = csp!.split(";").map((d) => d.trim());
-    assert.ok(!/unsafe-eval/.test(csp!));
-    assert.deepEqual(
-      directives.filter((d) => /unsafe-inline/.test(d)),
-      ["style-src-attr 'unsafe-inline'"],
-    );
+    // No exception on the sign-in page (test/httpEdges.test.ts); the signed-in pages allow style attributes.
+    assert.ok(!/unsafe-eval|unsafe-inline/.test(csp!));
     const html = await first.text();
     const scripts = [...html.matchAll(/<script\b[^>]*>/g)].map((m) => m[0]);
     assert.ok(scripts.length > 0);

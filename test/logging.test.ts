@@ -52,5 +52,9 @@ describe("structured logs (pino)", () => {
     assert.ok(!everything.includes(apiKey), "the API key is never logged");
     assert.ok(!everything.includes("tok_error"), "nor the card token");
     assert.ok(!everything.includes("Bearer"), "nor any authorization header");
+    // Stack frames name functions, never files: a path tells whoever reads the logs how the machine is laid out.
+    assert.ok(String((line.err as Line).stack ?? "").length > 0, "the error's frames are logged");
+    assert.doesNotMatch(everything, /\.(m?js|ts|tsx):\d+/, "no file:line locations");
+    assert.doesNotMatch(everything, /\((\/|file:|node:)/, "no paths in frames");
   });
 });

@@ -1,7 +1,15 @@
 /** Reading charges back, and the answers of unknown paths and methods. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { APP_URL, assertError, closeConnections, newApiClient, postCharge, uniqueKey } from "./helpers";
+import {
+  APP_URL,
+  assertError,
+  closeConnections,
+  newApiClient,
+  postCharge,
+  uniqueKey,
+  withMetricsCredential,
+} from "./helpers";
 
 let apiKey: string;
 let clientId: number;
@@ -28,8 +36,13 @@ describe("reading charges", () => {
     const put = await fetch(`${APP_URL}/api/charges`, { method: "PUT" });
     assertError({ status: put.status, json: await put.json(), text: "" }, 405, "method_not_allowed");
   });
-  test("GET /api/health checks the database and reports the pool's recent use", async () => {
-    const res = await fetch(`${APP_URL}/api/health`);
+  test("GET /api/health says up or down to anyone, and the pool's recent use to the metrics credential", async () => {
+    const stranger = await fetch(`${APP_URL}/api/health`);
+    assert.equal(stranger.status, 200);
+    assert.deepEqual(await stranger.json(), { status: "ok" }, "no figures without a credential");
+    const wrong = await fetch(`${APP_URL}/api/health`, { headers: { Authorization: "Bearer not-the-token" } });
+    assert.deepEqual(await wrong.json(), { status: "ok" });
+    const res = await fetch(`${APP_URL}/api/health`, withMetricsCredential);
     assert.equal(res.status, 200);
     const health = await res.json();
     assert.equal(health.database, "ok");

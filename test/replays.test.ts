@@ -20,6 +20,7 @@ import {
   seedRecord,
   uniqueKey,
   onlyWork,
+  withMetricsCredential,
 } from "./helpers";
 
 let apiKey: string;
@@ -133,7 +134,7 @@ describe("replays and reuse", () => {
 
   /** Connections the app handed out since `since` (its own per-100 ms record). */
   const connectionsSince = async (since: number): Promise<number> => {
-    const health = await (await fetch(`${APP_URL}/api/health`)).json();
+    const health = await (await fetch(`${APP_URL}/api/health`, withMetricsCredential)).json();
     return slotsBetween((health as { pool: { recent: PoolSlot[] } }).pool.recent, since).reduce(
       (n, slot) => n + slot.acquired,
       0,

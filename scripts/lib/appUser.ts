@@ -35,6 +35,13 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   refund_holds: ["SELECT", "INSERT", "DELETE"],
   // Support's notes on dashboard refunds: append-only (src/server/refunds/fromDashboard.ts).
   refund_notes: READ_ADD,
+  // A person's dashboard refund before it is sent: audited from by its completion, counted for the limits;
+  // UPDATE: an approval's decision (src/server/refunds/staffIntentions.ts). Never deleted.
+  staff_refund_intentions: [
+    "SELECT",
+    "INSERT",
+    "UPDATE (status, decided_by_staff_id, decided_by_label, decided_at, decision_note)",
+  ],
   // A double charge's first dashboard refund: deleted when that refund is refused, taken over when it went stale
   // (src/server/refunds/pairGuard.ts).
   double_charge_claims: ALL,

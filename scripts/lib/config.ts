@@ -223,6 +223,15 @@ export function testConfig(): StackConfig {
     // The tests play a trusted proxy: each test browser's X-Forwarded-For gives it an address of its own
     // (test/clientAddress.test.ts checks 0 and 2 hops on instances of its own).
     TRUSTED_PROXY_HOPS: "1",
+    // A trickled body is answered 408 after this long (test/httpEdges.test.ts; 15 s by default).
+    BODY_READ_TIMEOUT_MS: "3000",
+    // Dashboard refunds: the tests refund far more per person than a person would; a refund above $50 000 waits
+    // for a second person's approval. test/staffRefundControls.test.ts runs an instance with tight controls.
+    STAFF_REFUND_MAX_PER_HOUR: "100000",
+    STAFF_REFUND_MAX_PER_DAY: "100000",
+    STAFF_REFUND_MAX_CENTS_PER_HOUR: "1000000000",
+    STAFF_REFUND_MAX_CENTS_PER_DAY: "1000000000",
+    STAFF_REFUND_APPROVAL_ABOVE_CENTS: "5000000",
     // GET /api/metrics answers this run's tests (test/metrics.test.ts).
     METRICS_TOKEN: process.env.METRICS_TOKEN ?? randomBytes(24).toString("hex"),
   };

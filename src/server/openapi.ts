@@ -263,6 +263,7 @@ const PROTOCOL_ERRORS: ApiErrorCode[] = [
   "request_in_progress",
   "body_too_large",
   "unsupported_media_type",
+  "request_timeout",
   "idempotency_key_reused",
   "internal_error",
   "request_abandoned",
@@ -369,7 +370,7 @@ function moneyPaths(route: MoneyRouteDoc) {
     parameters: [{ name: "id", in: "path", required: true, schema: { type: "string", example: examples.read.id } }],
     responses: {
       "200": { description: `The ${noun}`, content: content(ref(object), examples.read) },
-      ...errorResponses(["unauthorized", "not_found", "service_unavailable"]),
+      ...errorResponses(["invalid_path", "unauthorized", "not_found", "service_unavailable"]),
     },
   };
   return { [path]: { post: create, get: settle }, [`${path}/{id}`]: { get: retrieve } };

@@ -54,6 +54,13 @@ export const API_ERRORS = {
     action: "fix",
     advice: "Send one UTF-8 JSON object. Nothing was stored.",
   },
+  invalid_path: {
+    status: 400,
+    title: "Invalid path",
+    message: "The path is not valid percent-encoding.",
+    action: "fix",
+    advice: "Percent-encode the path as UTF-8 (`%` followed by two hex digits). Nothing was stored.",
+  },
   invalid_idempotency_key: {
     status: 400,
     title: "Invalid Idempotency-Key",
@@ -159,6 +166,16 @@ export const API_ERRORS = {
     message: "Content-Type must be application/json.",
     action: "fix",
     advice: "Send `Content-Type: application/json`. Nothing was stored.",
+  },
+  request_timeout: {
+    status: 408,
+    title: "Request timeout",
+    message: "The request body did not arrive in time.",
+    action: "retry",
+    advice:
+      "The body was not received in full within the server's bound (`BODY_READ_TIMEOUT_MS`); nothing was stored. " +
+      "Send the whole body at once, then retry with the SAME key and body.",
+    retryAfterSeconds: RETRY_AFTER_SECONDS,
   },
   idempotency_key_reused: {
     status: 422,

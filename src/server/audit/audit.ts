@@ -31,6 +31,11 @@ export const AUDIT_ACTIONS = [
   "ledger.late_charge_healed",
   "ledger.late_refund_recorded",
   "refund.created",
+  "refund.failed",
+  "refund.requested",
+  "refund.approved",
+  "refund.rejected",
+  "refund.limited",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -9,9 +9,12 @@ import { watchKeyChanges } from "./keyRevocations";
 
 export { hashApiKey };
 
+/** The prefix of the keys this deployment issues (API_KEY_MODE: the one scheme; docs/security.md). */
+export const apiKeyPrefix = (mode: "test" | "live" = env.API_KEY_MODE) => (mode === "live" ? "sk_live_" : "sk_test_");
+
 /** A new secret key, its hash and the prefix the dashboard shows. */
 export function generateApiKey() {
-  const apiKey = `${env.NODE_ENV === "production" ? "sk_live_" : "sk_test_"}${randomBytes(24).toString("base64url")}`;
+  const apiKey = `${apiKeyPrefix()}${randomBytes(24).toString("base64url")}`;
   return { apiKey, keyHash: hashApiKey(apiKey), keyPrefix: apiKey.slice(0, 12) };
 }
 

@@ -24,6 +24,8 @@ export type SessionUser = {
   twoFactorVerified?: boolean;
   /** The user has enrolled a TOTP second factor. */
   totpEnabled?: boolean;
+  /** The first password (chosen by whoever created the user) is still in use: it must be changed first. */
+  mustChangePassword?: boolean;
 };
 
 export type CurrentSession = { id: string; stage: SessionStage; user: SessionUser };
@@ -115,6 +117,7 @@ export async function currentSession(): Promise<CurrentSession | null> {
       role: u.role,
       twoFactorVerified: row.twoFactor,
       totpEnabled: !!u.totpSecret,
+      mustChangePassword: u.mustChangePassword,
     },
   };
 }

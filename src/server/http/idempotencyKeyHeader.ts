@@ -3,6 +3,15 @@ import { IDEMPOTENCY_KEY_HEADER, keyProblem, MAX_KEY_LENGTH } from "@charges/cli
 
 export { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH };
 
+/**
+ * The dashboard's own refunds run under keys that start with this (src/server/refunds/fromDashboard.ts). No API
+ * client may send one: otherwise a client that knows a charge id could take the key of support's refund first and
+ * make it fail. Keys are compared byte for byte, so this is exactly the reserved space.
+ */
+export const DASHBOARD_KEY_PREFIX = "dashboard:";
+
+export const isDashboardKey = (key: string | null): boolean => key?.startsWith(DASHBOARD_KEY_PREFIX) ?? false;
+
 export type ParsedKey = { kind: "valid"; key: string } | { kind: "invalid"; reason: string };
 export type ParsedKeyHeader = { kind: "absent" } | ParsedKey;
 
@@ -20,8 +29,16 @@ const invalid = (reason: string): ParsedKey => ({ kind: "invalid", reason });
  * quoted string means two field lines or a list: refused, never taken as the
  * key "k1, k2" (which would charge as an operation nobody asked for).
  */
-export function parseIdempotencyKeyHeader(value: string | null): ParsedKeyHeader {
-  return value === null ? { kind: "absent" } : parseIdempotencyKey(value);
+export function parseIdempotencyKeyHeader(
+  value: string | null,
+  { dashboard = false }: { dashboard?: boolean } = {},
+): ParsedKeyHeader {
+  if (value === null) return { kind: "absent" };
+  const parsed = parseIdempotencyKey(value);
+  if (parsed.kind === "valid" && isDashboardKey(parsed.key) && !dashboard) {
+    return invalid(`Keys starting with "${DASHBOARD_KEY_PREFIX}" are reserved for the dashboard's own refunds`);
+  }
+  return parsed;
 }
 
 /**

@@ -1,3 +1,11 @@
+import answerHeaders from "./answerHeaders.json";
+
+/** The headers every answer gets (next.config.mjs sets them; src/proxy.ts on the answers it makes itself). */
+export const EVERY_ANSWER_HEADERS: [string, string][] = Object.entries(answerHeaders.everywhere);
+
+/** API answers are JSON: they may load nothing and be framed by nobody. */
+export const API_CSP = answerHeaders.apiCsp;
+
 /**
  * The Content-Security-Policy of the dashboard's pages (set per request by
  * src/proxy.ts, with a fresh nonce) and the headers every answer gets

@@ -3,6 +3,17 @@ import { env } from "~/env";
 import { currentLogContext } from "./context";
 
 /**
+ * A stack frame as it is logged: the function's name, never where its file is. A path says how the machine is laid
+ * out (user, directories, versions), which a log shipped elsewhere must not; the names tell an engineer where to look.
+ */
+export function withoutLocation(frame: string): string {
+  const at = frame.trim();
+  const named = /^at (?:async )?(.+?) \(.*\)$/.exec(at);
+  if (named) return `at ${named[1]}`;
+  return /^at (?:async )?\S*[/\\:]/.test(at) ? "at <anonymous>" : at;
+}
+
+/**
  * An error as it is logged: its type, codes and first line, and where it was
  * thrown. The driver's messages go on to quote the SQL and its parameters,
  * Prisma's the calling code; neither belongs in a log.
@@ -20,6 +31,7 @@ function serializeError(error: unknown) {
       ?.split("\n")
       .filter((line) => line.trimStart().startsWith("at "))
       .slice(0, 8)
+      .map(withoutLocation)
       .join("\n"),
   };
 }

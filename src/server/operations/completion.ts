@@ -1,4 +1,5 @@
 import type { IdempotencyRecord, WorkResult } from "~/server/idempotency";
+import { staffRefundAuditStatement } from "~/server/audit/staffRefundAudit";
 import { keylessCountStatement } from "~/server/rollout/counters";
 
 /**
@@ -9,9 +10,14 @@ import { keylessCountStatement } from "~/server/rollout/counters";
  *
  * - A keyless request's count for the rollout (rollout/counters.ts): every keyless request that got a record is
  *   counted in the transaction that stores its outcome.
+ * - A refund a person started in the dashboard: its audit entry, with who, what, why and the outcome
+ *   (audit/staffRefundAudit.ts), however it finishes.
  */
 export function withCompletionWrites(record: IdempotencyRecord, result: WorkResult): WorkResult {
-  if (result.kind !== "complete" || record.idempotencyKey !== null) return result;
-  const count = keylessCountStatement(record.apiClientId, record.route, record.createdAt);
-  return { ...result, writes: [...result.writes, count] };
+  if (result.kind !== "complete") return result;
+  const count =
+    record.idempotencyKey === null ? keylessCountStatement(record.apiClientId, record.route, record.createdAt) : null;
+  const audit = staffRefundAuditStatement(record, result);
+  const writes = [count, audit].filter((w) => w !== null);
+  return writes.length === 0 ? result : { ...result, writes: [...result.writes, ...writes] };
 }

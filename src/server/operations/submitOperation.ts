@@ -26,6 +26,8 @@ export type SubmitArgs = {
   signal?: AbortSignal;
   /** Prefer: wait, in seconds: how long to wait for an operation found in flight. */
   waitSeconds?: number;
+  /** The dashboard's own refund: its key is in the space no API client may use (DASHBOARD_KEY_PREFIX). */
+  dashboard?: boolean;
 };
 
 /**
@@ -42,7 +44,7 @@ export async function submitOperation<Input>(
   operation: MoneyOperation<Input>,
   args: SubmitArgs,
 ): Promise<OperationOutcome> {
-  const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader);
+  const key = parseIdempotencyKeyHeader(args.idempotencyKeyHeader, { dashboard: args.dashboard });
   if (key.kind === "invalid") return errorOutcome("invalid_idempotency_key", { message: key.reason });
   addLogContext({ idempotencyKey: key.kind === "valid" ? key.key : null });
   const checked = await checkBeforeClaim(operation, args, key.kind === "valid" ? key.key : null);

@@ -63,7 +63,7 @@ export async function changePassword(
   }
   const passwordHash = await hashPassword(input.next);
   await db.$transaction(async (tx) => {
-    await tx.staffUser.update({ where: { id: userId }, data: { passwordHash } });
+    await tx.staffUser.update({ where: { id: userId }, data: { passwordHash, mustChangePassword: false } });
     await recordAudit(context, { action: "password.changed", target: { type: "staff_user", id: userId } }, tx);
   });
   await endSessionsOf(userId, sessionId ?? undefined);

@@ -43,7 +43,9 @@ export async function createStaff(
   const passwordHash = await hashPassword(password);
   try {
     return await db.$transaction(async (tx) => {
-      const user = await tx.staffUser.create({ data: { email, name: input.name, role: input.role, passwordHash } });
+      // The first password was chosen by someone else (or shown to them): its owner must replace it first.
+      const data = { email, name: input.name, role: input.role, passwordHash, mustChangePassword: true };
+      const user = await tx.staffUser.create({ data });
       const details = { email, role: input.role };
       await recordAudit(context, { action: "staff.created", target: { type: "staff_user", id: user.id }, details }, tx);
       return { user, password };

@@ -71,8 +71,12 @@ const domainErrors = t.middleware(async ({ next }) => {
 export const publicProcedure = t.procedure.use(domainErrors);
 
 /** Any signed-in staff member (support and engineers): read access. */
-export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
+export const protectedProcedure = publicProcedure.use(({ ctx, path, next }) => {
   if (!ctx.user) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in first." });
+  // A first password still in use: nothing but the account's own procedures (change it, enrol a second factor).
+  if (ctx.user.mustChangePassword && !path.startsWith("account.")) {
+    throw new TRPCError({ code: "FORBIDDEN", message: "Choose a new password under Account first." });
+  }
   return next({ ctx: { ...ctx, user: ctx.user, audit: staffContext(ctx.user, ctx.request) } });
 });
 

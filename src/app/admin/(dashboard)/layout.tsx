@@ -18,6 +18,8 @@ export default async function DashboardLayout({ children }: { children: ReactNod
   // Signed out (or never signed in): to the sign-in page, and back here afterwards (src/proxy.ts names the page).
   const page = requestHeaders.get("x-page") ?? "/admin";
   if (!user) redirect(page === "/admin" ? "/admin/login" : `/admin/login?next=${encodeURIComponent(page)}`);
+  // A first password still in use: Account, and nothing else, until it is changed.
+  if (user.mustChangePassword && !page.startsWith("/admin/account")) redirect("/admin/account");
   const engineer = user.role === "engineer";
   const needsTwoFactor = engineer && env.STAFF_REQUIRE_2FA && !user.twoFactorVerified;
   return (

@@ -12,6 +12,7 @@ const LINKS = [
   },
   { href: "/admin/duplicates", label: "Duplicates", match: (p: string) => p.startsWith("/admin/duplicates") },
   { href: "/admin/incident", label: "Incident", match: (p: string) => p.startsWith("/admin/incident") },
+  { href: "/admin/approvals", label: "Approvals", match: (p: string) => p.startsWith("/admin/approvals") },
   { href: "/admin/reuses", label: "Key reuses", match: (p: string) => p.startsWith("/admin/reuses") },
   { href: "/admin/rollout", label: "Rollout", match: (p: string) => p.startsWith("/admin/rollout") },
   { href: "/admin/ledger", label: "Ledger", match: (p: string) => p.startsWith("/admin/ledger") },

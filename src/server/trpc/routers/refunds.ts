@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { casesOfCharge, halvesOf } from "~/server/doubleCharges/cases";
-import { refundHalf } from "~/server/doubleCharges/refund";
+import { approveRefund, refundHalf, rejectRefund } from "~/server/doubleCharges/refund";
+import { awaitingApproval, refundControls, usageOf } from "~/server/refunds/staffIntentions";
 import { REFUND_REASONS } from "~/server/refunds/schema";
 import { createTRPCRouter, protectedProcedure } from "~/server/trpc/trpc";
 
@@ -39,5 +40,29 @@ export const refundsRouter = createTRPCRouter({
         bothHalves: z.boolean().optional(),
       }),
     )
-    .mutation(({ ctx, input }) => refundHalf(input, ctx.audit)),
+    .mutation(({ ctx, input }) => refundHalf(input, ctx.user, ctx.audit)),
+
+  /** The controls in force and the signed-in person's use of them (the refund dialog and Approvals show them). */
+  controls: protectedProcedure.query(async ({ ctx }) => ({
+    ...refundControls(),
+    usage: await usageOf(ctx.user.id),
+    secondFactorPassed: ctx.user.twoFactorVerified === true,
+    me: ctx.user.id,
+  })),
+
+  /** Refund requests above the threshold, waiting for a second person. */
+  awaitingApproval: protectedProcedure.query(() => awaitingApproval()),
+
+  approve: protectedProcedure
+    .input(z.object({ id: z.string().regex(/^\d{1,18}$/) }))
+    .mutation(({ ctx, input }) => approveRefund(BigInt(input.id), ctx.user, ctx.audit)),
+
+  reject: protectedProcedure
+    .input(
+      z.object({
+        id: z.string().regex(/^\d{1,18}$/),
+        note: z.string().trim().min(3, "say why (at least 3 characters)").max(500),
+      }),
+    )
+    .mutation(({ ctx, input }) => rejectRefund(BigInt(input.id), input.note, ctx.user, ctx.audit)),
 });

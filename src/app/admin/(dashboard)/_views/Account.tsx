@@ -92,10 +92,23 @@ function TwoFactor() {
 
 function ChangePassword() {
   const trpc = useTRPC();
-  const change = useMutation(trpc.account.changePassword.mutationOptions());
+  const me = useQuery(trpc.account.me.queryOptions());
+  const change = useMutation(
+    trpc.account.changePassword.mutationOptions({
+      // The first password replaced: the rest of the dashboard opens (a full load, past the layout's redirect).
+      onSuccess: () => {
+        if (me.data?.mustChangePassword) window.location.assign("/admin");
+      },
+    }),
+  );
   return (
     <section className="card space-y-3" aria-label="Password">
       <h2>Password</h2>
+      {me.data?.mustChangePassword && (
+        <p role="status" className="warn" data-testid="first-password">
+          You are signed in with the first password you were given. Choose your own before anything else.
+        </p>
+      )}
       <form
         className="grid max-w-sm gap-3"
         onSubmit={async (e: FormEvent<HTMLFormElement>) => {

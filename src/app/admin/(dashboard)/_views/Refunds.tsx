@@ -11,6 +11,7 @@ import { Badge } from "../../_components/ui/Badge";
 import { ConfirmDialog } from "../../_components/ui/ConfirmDialog";
 import { QueryState } from "../../_components/ui/QueryState";
 import { Time } from "../../_components/ui/Time";
+import { RefundLimits } from "./Approvals";
 
 const REASONS = [
   ["duplicate", "Duplicate: the customer was charged twice"],
@@ -179,7 +180,8 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
       : null;
   const overridden = data?.cases.filter(resolvedByOther) ?? [];
   const open_cases = data?.cases.filter((c) => !resolvedByOther(c)) ?? [];
-  const done = create.data ? data?.refunds.find((r) => r.id === create.data.refundId) : undefined;
+  const made = create.data?.status === "refunded" ? create.data : undefined;
+  const done = made ? data?.refunds.find((r) => r.id === made.refundId) : undefined;
   // Known to have nothing left (a declined charge moved no money): said instead of the button, the outcome kept.
   const nothingLeft = charge ? charge.status !== "succeeded" || left <= 0 : false;
   return (
@@ -237,6 +239,7 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
                 <Effect refund={money(partial ?? left)} of={money(charge.amountCents)} chargeId={chargeId} />
                 {charge.amountRefundedCents > 0 && ` ${money(charge.amountRefundedCents)} was refunded already.`}
               </p>
+              <RefundLimits />
               {overridden.map((c) => (
                 <div
                   key={c.key}
@@ -306,9 +309,15 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
           )}
         </ConfirmDialog>
       )}
-      {create.data && (
+      {create.data?.status === "awaiting_approval" && (
         <p role="status" className="m-0 text-sm" data-testid="refund-outcome">
-          {create.data.replayed ? (
+          Sent for approval (request {create.data.requestId}): a refund this large needs a second staff member to
+          approve it under <a href="/admin/approvals">Approvals</a>. Nothing has been refunded yet.
+        </p>
+      )}
+      {made && (
+        <p role="status" className="m-0 text-sm" data-testid="refund-outcome">
+          {made.replayed ? (
             <>
               Already done: this refund was made
               {done ? (
@@ -320,7 +329,7 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
               . Your note was kept with it.
             </>
           ) : (
-            <>Refunded: {create.data.refundId}.</>
+            <>Refunded: {made.refundId}.</>
           )}
         </p>
       )}

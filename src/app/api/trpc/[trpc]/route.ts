@@ -1,7 +1,8 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { errorResponse } from "~/server/http/apiError";
+import { ApiError, errorResponse } from "~/server/http/apiError";
 import { refuseCrossSite } from "~/server/http/crossSite";
 import { withRequestId } from "~/server/http/handleApi";
+import { jsonDepthProblem, readBodyBytes } from "~/server/http/readJsonBody";
 import { log } from "~/server/observability/log";
 import { appRouter } from "~/server/trpc/root";
 import { MAX_BATCH_SIZE, MAX_BODY_BYTES } from "~/server/trpc/limits";
@@ -9,26 +10,24 @@ import { createTRPCContext } from "~/server/trpc/trpc";
 
 export const dynamic = "force-dynamic";
 
-/** The request with its body read (at most MAX_BODY_BYTES), or a 413. */
-async function withLimitedBody(req: Request): Promise<Request | Response> {
-  const tooLarge = () =>
-    errorResponse("body_too_large", { message: `Request body must be at most ${MAX_BODY_BYTES} bytes` });
-  if (Number(req.headers.get("content-length")) > MAX_BODY_BYTES) return tooLarge();
-  if (!req.body) return req;
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = req.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      await reader.cancel();
-      return tooLarge();
-    }
-    chunks.push(value);
+/**
+ * The request with its body read (at most MAX_BODY_BYTES, in full within the body deadline, nested at most
+ * MAX_JSON_DEPTH deep), or the error's answer. A query's input travels in the URL: its depth is checked too.
+ */
+async function withCheckedBody(req: Request): Promise<Request | Response> {
+  try {
+    const input = new URL(req.url).searchParams.get("input");
+    const tooDeep = input === null ? null : jsonDepthProblem(input);
+    if (tooDeep) return errorResponse("invalid_json", { message: tooDeep.replace("Request body", "The input") });
+    if (!req.body) return req;
+    const body = await readBodyBytes(req, MAX_BODY_BYTES);
+    const bodyTooDeep = jsonDepthProblem(body.toString("utf8"));
+    if (bodyTooDeep) return errorResponse("invalid_json", { message: bodyTooDeep });
+    return new Request(req.url, { method: req.method, headers: req.headers, body });
+  } catch (error) {
+    if (error instanceof ApiError) return error.toResponse();
+    throw error;
   }
-  return new Request(req.url, { method: req.method, headers: req.headers, body: Buffer.concat(chunks) });
 }
 
 /** Every dashboard answer carries a Request-Id, as the API's do, and every log line of it names the id. */
@@ -40,7 +39,7 @@ async function answer(incoming: Request) {
     const refused = refuseCrossSite(incoming);
     if (refused) return refused;
   }
-  const req = await withLimitedBody(incoming);
+  const req = await withCheckedBody(incoming);
   if (req instanceof Response) return req;
   return fetchRequestHandler({
     endpoint: "/api/trpc",
