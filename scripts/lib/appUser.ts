@@ -40,7 +40,7 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   staff_refund_intentions: [
     "SELECT",
     "INSERT",
-    "UPDATE (status, decided_by_staff_id, decided_by_label, decided_at, decision_note)",
+    "UPDATE (decided_at, decided_by_label, decided_by_staff_id, decision_note, status)",
   ],
   // A double charge's first dashboard refund: deleted when that refund is refused, taken over when it went stale
   // (src/server/refunds/pairGuard.ts).

@@ -14,6 +14,10 @@ export async function boot() {
     const problem = totpKeyProblem(env.TOTP_ENCRYPTION_KEY);
     if (problem) throw new Error(`TOTP_ENCRYPTION_KEY ${problem}`);
     console.log(twoFactorPolicy(env.STAFF_REQUIRE_2FA, env.NODE_ENV, process.env.STAFF_REQUIRE_2FA));
+    if (env.NODE_ENV === "production" && !env.STAFF_REFUND_REQUIRE_2FA)
+      console.log(
+        "WARNING: refunds from the dashboard do NOT need two-factor sign-in (STAFF_REFUND_REQUIRE_2FA=false).",
+      );
     if (env.NODE_ENV === "production" && process.env.API_KEY_MODE === undefined)
       console.log("API keys are issued as sk_test_… (API_KEY_MODE unset); a live deployment sets API_KEY_MODE=live.");
   } catch (error) {
