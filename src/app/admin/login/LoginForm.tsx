@@ -1,6 +1,5 @@
 "use client";
 
-import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
 import { RETURN_TO_KEY } from "~/trpc/react";
 
@@ -32,7 +31,6 @@ function returnTo(): string {
 }
 
 export function LoginForm() {
-  const router = useRouter();
   const [step, setStep] = useState<Step>("password");
   const [error, setError] = useState<string | null>(null);
   const [pending, setPending] = useState(false);
@@ -49,8 +47,9 @@ export function LoginForm() {
     setPending(false);
     if (!result.ok) return setError(result.message ?? "Sign-in failed.");
     if (result.status === "second_factor_required") return setStep("code");
-    router.push(returnTo());
-    router.refresh();
+    // A full load, not a client-side move: the dashboard's pages have a CSP of their own (the sign-in page's is
+    // stricter), and a first password's owner is sent on to Account by the server.
+    window.location.assign(returnTo());
   }
 
   return (
