@@ -146,6 +146,7 @@ describe("a body trickled a byte at a time", () => {
     ["/api/auth/login", false],
     ["/api/charges", true],
     ["/api/refunds", true],
+    ["/api/gateway/events", false],
   ] as const) {
     test(`${path}: 408 after the bound, the body still unsent`, async () => {
       const headers: Record<string, string> = { "Sec-Fetch-Site": "same-origin", "Idempotency-Key": `slow-${path}` };

@@ -9,7 +9,7 @@ export type GatewayEvent = { id: string; type: string; metadata: Record<string, 
  * GATEWAY_WEBHOOK_SECRET within the last 5 minutes (the official SDK's check, for Stripe and the simulator alike:
  * a forged or late-replayed event fails it); null otherwise.
  */
-export function verifyGatewayEvent(payload: string, signature: string | null): GatewayEvent | null {
+export function verifyGatewayEvent(payload: string | Buffer, signature: string | null): GatewayEvent | null {
   if (!env.GATEWAY_WEBHOOK_SECRET || !signature) return null;
   let event: Stripe.Event;
   try {

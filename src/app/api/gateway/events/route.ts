@@ -1,9 +1,13 @@
 import { errorResponse, jsonResponse } from "~/server/http/apiError";
 import { handleApi } from "~/server/http/handleApi";
+import { readBodyBytes } from "~/server/http/readJsonBody";
 import { receiveGatewayEvent } from "~/server/gatewayEvents/receive";
 import { takesGatewayEvents, verifyGatewayEvent } from "~/server/gateway";
 
 export const dynamic = "force-dynamic";
+
+/** Stripe's events carry one object; far below this. */
+const MAX_EVENT_BYTES = 512 * 1024;
 
 /**
  * POST /api/gateway/events: the payment gateway's webhook (Stripe's events, or the simulator's in their shape).
@@ -12,7 +16,8 @@ export const dynamic = "force-dynamic";
 export async function POST(request: Request) {
   return handleApi(request, async () => {
     if (!takesGatewayEvents()) return errorResponse("not_found");
-    const event = verifyGatewayEvent(await request.text(), request.headers.get("stripe-signature"));
+    const payload = await readBodyBytes(request, MAX_EVENT_BYTES);
+    const event = verifyGatewayEvent(payload, request.headers.get("stripe-signature"));
     if (!event) return errorResponse("invalid_signature");
     const receipt = await receiveGatewayEvent(event);
     if (receipt === "in_flight" || receipt === "not_yet_known") {
