@@ -313,8 +313,15 @@ describe("healing a late charge", () => {
       where: { action: "ledger.late_charge_healed", targetId: charge.id },
     });
     assert.equal(audit.actorType, "system");
+    // The merchant was told "no charge was made": its event says what the charge was, and that it came back.
+    const [healedEvent, ...moreEvents] = await db.event.findMany({ where: { chargeId: charge.id } });
+    assert.equal(moreEvents.length, 0);
+    assert.equal(healedEvent!.type, "charge.late_healed");
+    assert.equal(healedEvent!.requestId, record.id);
+    assert.equal(JSON.parse(healedEvent!.data).amount_refunded_cents, charge.amountCents);
     const again = await reconcile(since());
     assert.equal(again.healed, 0, "healed once");
+    assert.equal(await db.event.count({ where: { chargeId: charge.id } }), 1, "told once");
     assert.deepEqual(again.findings, []);
     assert.equal((await gatewayRefunds(charge.id)).length, 1);
   });
@@ -407,6 +414,12 @@ describe("recording a late refund", () => {
       where: { action: "ledger.late_refund_recorded", targetId: charge.id },
     });
     assert.equal(audit.actorType, "system");
+    const lateEvents = await db.event.findMany({ where: { chargeId: charge.id, type: "refund.late_recorded" } });
+    assert.deepEqual(
+      lateEvents.map((e) => [JSON.parse(e.data).id, e.requestId]),
+      [[refund!.id, record.id]],
+      "the merchant is told of the refund it was told was not made",
+    );
     // Every replay of the operation now tells what happened: the refund.
     const corrected = await findRecord(record.id);
     assert.ok(corrected?.phase.name === "complete" && corrected.phase.finishedBy === "reconciled");
