@@ -13,6 +13,8 @@ export const EVENT_TYPES = [
   "charge.late_healed",
   /** A refund that landed after its operation was written off, recorded as that operation's refund. */
   "refund.late_recorded",
+  /** Sent to one endpoint on request (the dashboard's "send a test event"); no money moved. */
+  "webhook.test",
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
