@@ -16,6 +16,7 @@ export type Behaviour = "ok" | "fail" | "slow" | "drop" | "redirect";
 
 export type Received = {
   at: number;
+  path: string;
   id: string;
   timestamp: string;
   signature: string;
@@ -68,6 +69,7 @@ export async function startReceiver(
     };
     const entry: Received = {
       at: Date.now(),
+      path: request.url ?? "",
       id: headers["webhook-id"],
       timestamp: headers["webhook-timestamp"],
       signature: headers["webhook-signature"],

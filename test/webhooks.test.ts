@@ -5,13 +5,16 @@
  * short one: WEBHOOK_RETRY_BASE_MS=200 ...), disabling, send again, redirects and timeouts, several dispatchers.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { after, describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { env } from "~/env";
 import { cliContext } from "~/server/audit/audit";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { sendAgain, sendTestEvent } from "~/server/webhooks/deliveries";
-import { startDispatcher } from "../scripts/lib/processes";
+import { createCaller } from "~/server/trpc/root";
+import { createInnerTRPCContext } from "~/server/trpc/trpc";
+import { SERVER_CODE_FLAGS, startDispatcher } from "../scripts/lib/processes";
 import {
   APP_URL,
   assertError,
@@ -140,7 +143,10 @@ describe("deliveries", () => {
     }
     const written = JSON.parse(receiver.received.find((r) => r.body.includes("operation.written_off"))!.body);
     assert.equal(written.request.id, String(record.id));
-    const delivered = await db.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+    const delivered = await waitFor("every result recorded", async () => {
+      const rows = await db.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+      return rows.every((d) => d.state !== "pending") && rows;
+    });
     assert.ok(delivered.every((d) => d.state === "delivered" && d.attempts === 1));
   });
 
@@ -203,9 +209,12 @@ describe("deliveries", () => {
       const gap = times[n]! - times[n - 1]!;
       assert.ok(gap >= (env.WEBHOOK_RETRY_BASE_MS * 2 ** (n - 1)) / 2 - 5, `retry ${n} waited ${gap} ms`);
     }
-    const [delivery] = await db.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
-    assert.equal(delivery!.state, "delivered");
-    assert.equal(delivery!.attempts, 4);
+    const delivery = await waitFor("recorded", async () => {
+      const d = await db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+      return d.state !== "pending" && d;
+    });
+    assert.equal(delivery.state, "delivered");
+    assert.equal(delivery.attempts, 4);
     const attempts = await db.webhookAttempt.findMany({
       where: { deliveryId: delivery!.id },
       orderBy: { attempt: "asc" },
@@ -233,12 +242,15 @@ describe("deliveries", () => {
     await postCharge({ apiKey: client.apiKey, key: uniqueKey(), body: chargeBody() });
     await waitFor("delivered at last", async () => (await receiver.processed()).length === 1, 30_000);
     assert.ok(
-      receiver.received.every((r) => !r.body.includes("/elsewhere")),
+      receiver.received.every((r) => r.path === "/webhooks"),
       "the redirect's target was never asked",
     );
-    const [delivery] = await db.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+    const delivery = await waitFor("recorded", async () => {
+      const d = await db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+      return d.state !== "pending" && d;
+    });
     const attempts = await db.webhookAttempt.findMany({
-      where: { deliveryId: delivery!.id },
+      where: { deliveryId: delivery.id },
       orderBy: { attempt: "asc" },
     });
     assert.equal(attempts[0]!.status, 302);
@@ -284,6 +296,7 @@ describe("deliveries", () => {
     const { client, receiver, endpoint } = await subscribed("again", ["charge.succeeded"]);
     await postCharge({ apiKey: client.apiKey, key: uniqueKey(), body: chargeBody() });
     await waitFor("delivered", async () => receiver.received.length === 1, 10_000);
+    // At once, while the first attempt's result may still be on its way: sent again all the same.
     const delivery = await db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
     await sendAgain(delivery.id, cliContext("webhooks test"));
     await waitFor("delivered again", async () => receiver.received.length === 2, 10_000);
@@ -346,7 +359,11 @@ describe("deliveries", () => {
     await waitFor("posted after the lease", async () => receiver.received.length === 1, leaseMs + 15_000);
     assert.ok(receiver.received[0]!.at - claimedAt >= leaseMs - 1_000, "not before the lease ended");
     assert.equal(receiver.received[0]!.id, eventId);
-    const delivery = await db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+    // Its result is recorded once the receiver has answered.
+    const delivery = await waitFor("recorded", async () => {
+      const d = await db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+      return d.state !== "pending" && d;
+    });
     assert.deepEqual([delivery.state, delivery.attempts], ["delivered", 2]);
     void postCharge;
   });
@@ -369,5 +386,86 @@ describe("the SDK's verifyWebhook", () => {
     );
     const stale = { ...headers, "webhook-timestamp": String(Number(r.timestamp) - 3600) };
     assert.throws(() => verifyWebhook(r.body, stale, endpoint.secret), WebhookVerificationError);
+  });
+});
+
+describe("managing endpoints from the dashboard and the CLI", () => {
+  const staff = async (role: "support" | "engineer") => {
+    const u = await db.staffUser.create({
+      data: { email: `webhooks-${role}-${uniqueKey()}@example.com`, name: `W ${role}`, role, passwordHash: "x" },
+    });
+    return createCaller(createInnerTRPCContext({ user: { id: u.id, email: u.email, name: u.name, role: u.role } }));
+  };
+
+  test("engineers manage and send again (audited as themselves); support reads a charge's events", async () => {
+    const engineer = await staff("engineer");
+    const support = await staff("support");
+    const client = await newApiClient("webhooks dashboard");
+    const secrets: string[] = [];
+    const receiver = await startReceiver(`dashboard-${uniqueKey().slice(-8)}`, { secrets: () => secrets });
+    receivers.push(receiver);
+    const input = { apiClientId: client.id, url: receiver.url, eventTypes: ["charge.succeeded"] };
+    await assert.rejects(support.webhooks.create(input), /engineers/i);
+    const made = await engineer.webhooks.create(input);
+    secrets.push(made.secret);
+    const charge = await postCharge({ apiKey: client.apiKey, key: uniqueKey(), body: chargeBody() });
+    await waitFor("delivered", async () => receiver.received.length === 1, 10_000);
+    const [delivery] = await engineer.webhooks.deliveries({ id: made.id });
+    assert.equal(delivery!.eventType, "charge.succeeded");
+    await waitFor(
+      "recorded",
+      async () => (await engineer.webhooks.deliveries({ id: made.id }))[0]!.state === "delivered",
+    );
+    const attempts = await engineer.webhooks.attempts({ deliveryId: delivery!.id });
+    assert.deepEqual(
+      attempts.map((a) => a.status),
+      [200],
+    );
+    await engineer.webhooks.sendAgain({ deliveryId: delivery!.id });
+    await waitFor("sent again", async () => receiver.received.length === 2, 10_000);
+    const audited = await db.auditEvent.findFirstOrThrow({
+      where: { action: "webhook_delivery.sent_again", targetId: delivery!.id },
+    });
+    assert.equal(audited.actorType, "staff");
+    const events = await support.webhooks.eventsOf({ chargeId: charge.json.id });
+    assert.deepEqual(
+      events.map((e) => [e.type, e.deliveries.map((d) => d.url)]),
+      [["charge.succeeded", [receiver.url]]],
+    );
+    const record = await db.idempotentRequest.findFirstOrThrow({ where: { apiClientId: client.id } });
+    assert.equal((await support.webhooks.eventsOf({ requestId: String(record.id) }))[0]!.id, events[0]!.id);
+    await engineer.webhooks.setEnabled({ id: made.id, enabled: false });
+    assert.equal((await engineer.webhooks.endpoints()).find((e) => e.id === made.id)!.status, "disabled");
+    await engineer.webhooks.remove({ id: made.id });
+  });
+
+  test("npm run webhooks: create (the secret printed once), list, rotate, test, delete", async () => {
+    const client = await newApiClient("webhooks cli");
+    const cli = (...args: string[]) =>
+      execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/webhooks.ts", ...args, "--actor", "ci"], {
+        encoding: "utf8",
+        env: { ...process.env, DATABASE_ADMIN_URL: process.env.DATABASE_ADMIN_URL },
+      });
+    const created = cli("create", "--client", String(client.id), "--url", "https://example.com/cli-hook");
+    const id = /endpoint (we_[0-9a-f]{24})/.exec(created)![1]!;
+    assert.match(created, /signing secret \(shown once\): whsec_/);
+    assert.match(
+      cli("list", "--client", String(client.id)),
+      new RegExp(`${id} client #${client.id} https://example.com/cli-hook`),
+    );
+    assert.doesNotMatch(cli("list"), /whsec_/, "a secret is never listed");
+    assert.match(cli("rotate", id, "--overlap-hours", "1"), /new signing secret \(shown once\): whsec_/);
+    assert.match(cli("test", id), /test event evt_/);
+    assert.match(cli("delete", id), /deleted/);
+    const audited = await db.auditEvent.findMany({ where: { targetId: id }, orderBy: { id: "asc" } });
+    assert.deepEqual(
+      audited.map((a) => [a.action, a.actorLabel]),
+      [
+        ["webhook_endpoint.created", "cli:ci"],
+        ["webhook_endpoint.secret_rotated", "cli:ci"],
+        ["webhook_endpoint.test_sent", "cli:ci"],
+        ["webhook_endpoint.deleted", "cli:ci"],
+      ],
+    );
   });
 });

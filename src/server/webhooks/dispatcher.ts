@@ -16,7 +16,8 @@ import { signedHeaders } from "./signing";
  * overwrite a later attempt's result. A dispatcher that dies mid-POST leaves the row to be claimed again when the
  * lease ends: every state is in the database, nothing in memory, so deliveries survive kills and restarts.
  */
-type Claimed = { id: bigint; attempts: number };
+/** A claimed delivery: its attempt number and its lease's end, which together fence what this attempt writes. */
+type Claimed = { id: bigint; attempts: number; leaseEnd: string };
 
 const LEASE_MARGIN_MS = 5_000;
 
@@ -31,13 +32,13 @@ export async function claimDue(limit: number, now = new Date()): Promise<Claimed
       values: [utcDatetime(now)],
     });
     if (due.length === 0) return [];
-    const leaseEnd = new Date(now.getTime() + env.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
+    const leaseEnd = utcDatetime(new Date(now.getTime() + env.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS));
     await tx.execute({
       sql: `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?
              WHERE id IN (${due.map(() => "?").join(", ")})`,
-      values: [utcDatetime(leaseEnd), ...due.map((d) => d.id)],
+      values: [leaseEnd, ...due.map((d) => d.id)],
     });
-    return due.map((d) => ({ id: d.id, attempts: d.attempts + 1 }));
+    return due.map((d) => ({ id: d.id, attempts: d.attempts + 1, leaseEnd }));
   });
 }
 
@@ -119,12 +120,14 @@ async function noteEndpointHealth(row: DeliveryRow, ok: boolean, result: PostRes
 export async function deliver(claimed: Claimed): Promise<void> {
   const row = await deliveryOf(claimed.id);
   if (!row) return;
-  const fence = [claimed.id, claimed.attempts];
+  // This attempt's own lease: a "send again" meanwhile (due now) or a later claim moves it, and this attempt's
+  // result then changes nothing (the delivery is posted again: at least once).
+  const fence = [claimed.id, claimed.attempts, claimed.leaseEnd];
   if (row.endpointId === null || !row.enabled) {
     // Deleted or disabled meanwhile: nothing is sent; a re-enabled endpoint's owner can send it again.
     await execute({
-      sql: `UPDATE webhook_deliveries SET state = 'cancelled', last_error = ? WHERE id = ? AND attempts = ?
-               AND state = 'pending'`,
+      sql: `UPDATE webhook_deliveries SET state = 'cancelled', last_error = ?
+             WHERE id = ? AND attempts = ? AND next_attempt_at = ? AND state = 'pending'`,
       values: [row.endpointId === null ? "endpoint deleted" : "endpoint disabled", ...fence],
     });
     return;
