@@ -80,7 +80,7 @@ describe("events written with the money", () => {
     );
     const object = JSON.parse(events[0]!.data);
     assert.equal(object.status, "failed");
-    assert.equal(object.failure_code, "card_declined");
+    assert.equal(object.failure_code, declined.json.error.decline_code, "the gateway's code, as the 402 said it");
   });
 
   test("refund.succeeded: the refund as the API shows it, on its charge's events", async () => {
