@@ -65,7 +65,9 @@ describe("ledger reconciliation", () => {
     assert.equal((await postCharge({ apiKey, key, body })).status, 503);
     assert.equal((await recordOf(key))?.phase.name, "released");
     const result = await reconcile(since());
-    assert.equal(result.repaired, 1);
+    // At least this one: an earlier file's released record in the window (test/gatewayEvents' forged event leaves
+    // one, charged at the gateway) is repaired by the same run.
+    assert.ok(result.repaired >= 1, show(result));
     assert.deepEqual(result.findings, []);
     const record = await recordOf(key);
     assert.equal(record?.phase.name === "complete" && record.phase.finishedBy, "reconciled");
