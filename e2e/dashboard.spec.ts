@@ -422,6 +422,7 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
     ["rollout", "/admin/rollout", "Idempotency-Key rollout"],
     ["ledger", "/admin/ledger", "Ledger"],
     ["api-clients", "/admin/clients", "API clients"],
+    ["webhooks", "/admin/webhooks", "Webhooks"],
     ["staff", "/admin/staff", "Staff"],
     ["audit", "/admin/audit", "Audit log"],
     ["account", "/admin/account", "Account"],
@@ -443,7 +444,7 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
   await sweep("", pages);
   expect(titles.size, "every page has its own title").toBe(pages.length);
   // Support sees the same pages but the engineers' own (a different rollout page: no switches).
-  const engineersOnly = new Set(["api-clients", "staff", "audit"]);
+  const engineersOnly = new Set(["api-clients", "webhooks", "staff", "audit"]);
   await page.context().clearCookies();
   await login(page, "support");
   await sweep(

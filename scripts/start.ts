@@ -2,7 +2,7 @@
  * `npm start`: everything a new user needs, on one command. Database (a private
  * MariaDB if none runs), migrations, the app's own database user, a demo API
  * client and demo staff (not with NODE_ENV=production), the simulated gateway,
- * the production build of the app and the background sweeper.
+ * the production build of the app, the background sweeper and the webhook dispatcher.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
@@ -12,7 +12,7 @@ import { devConfig, loadDotEnv } from "./lib/config";
 import { registerGatewayWebhook } from "./lib/gatewayWebhook";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
-import { run, startApp, startGateway, startSweeper, type Service } from "./lib/processes";
+import { run, startApp, startDispatcher, startGateway, startSweeper, type Service } from "./lib/processes";
 
 loadDotEnv();
 const databaseFrom = ["DATABASE_ADMIN_URL", "DATABASE_URL"].find((name) => process.env[name]) ?? "the default";
@@ -70,6 +70,7 @@ try {
   const simulator = `http://127.0.0.1:${config.gatewayPort}`;
   await registerGatewayWebhook(simulator, app.url, config.env.GATEWAY_WEBHOOK_SECRET!);
   services.push(startSweeper(config.env));
+  services.push(startDispatcher(config.env));
 
   console.log(`
 Charges is running.

@@ -21,7 +21,7 @@ import { sweepUntilNothingInProgress } from "./lib/closingSweeps";
 import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
-import { bin, run, SERVER_CODE_FLAGS, startApp, startGateway, type Service } from "./lib/processes";
+import { bin, run, SERVER_CODE_FLAGS, startApp, startDispatcher, startGateway, type Service } from "./lib/processes";
 import { FAULT_RUN_SECONDS } from "./lib/suite/lanes";
 import { warmUpDashboard } from "./lib/warmUp";
 
@@ -115,6 +115,8 @@ try {
   services.push(await startGateway({ ...gatewayDatabase, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true }));
   console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
   services.push(await startApp({ port: config.appPort, env: appEnv, quiet: true }));
+  // The webhook dispatcher, as npm start runs it: the tests' receivers get what it posts (test/webhooks*.test.ts).
+  services.push(startDispatcher(appEnv, { quiet: true }));
 
   // test/review/: the regression tests of the adversarial review's findings (its README).
   const files = [...testFiles("test"), ...testFiles("test/review")].filter(

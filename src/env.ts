@@ -213,6 +213,42 @@ const schema = z
       .enum(["0", "1"])
       .default("0")
       .transform((v) => v === "1"),
+    /** How often a webhook dispatcher looks for due deliveries (src/server/webhooks/dispatcher.ts). */
+    WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(250),
+    /** Deliveries one dispatcher posts at once. */
+    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
+    /** How long one POST to an endpoint may take before the attempt counts as failed. */
+    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /** The first retry's wait; each next one doubles (jittered), up to WEBHOOK_RETRY_MAX_MS. */
+    WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).default(10_000),
+    WEBHOOK_RETRY_MAX_MS: z.coerce
+      .number()
+      .int()
+      .min(10)
+      .default(6 * 3_600_000),
+    /** A delivery is retried for this long after its event, then marked failed. */
+    WEBHOOK_RETRY_FOR_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .default(3 * 24 * 3_600_000),
+    /** An endpoint failing (no 2xx) for this long is disabled. */
+    WEBHOOK_DISABLE_AFTER_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .default(3 * 24 * 3_600_000),
+    /** After a rotation, the previous secret signs too for this long. */
+    WEBHOOK_ROTATION_OVERLAP_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(24 * 3_600_000),
+    /** Endpoints on loopback or private addresses (tests, development); refused otherwise (SSRF). */
+    WEBHOOK_ALLOW_PRIVATE_URLS: z
+      .enum(["true", "false"])
+      .default("false")
+      .transform((v) => v === "true"),
     /**
      * Benchmarks only (bench/soak.ts): GET /api/diagnostics forces a full garbage collection and answers this
      * process's memory and event-loop delay. Off: 404.

@@ -86,6 +86,12 @@ describe("the gateway's events settle unknown outcomes", () => {
     assert.equal(receipt?.type, "payment_intent.succeeded");
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
     assert.equal((await localCharges(body.customer_id)).length, 1);
+    // The merchant is told at once too: its event, written with the charge the gateway's event settled.
+    const told = await db.event.findMany({ where: { requestId: record.id } });
+    assert.deepEqual(
+      told.map((e) => e.type),
+      ["charge.succeeded"],
+    );
     const retry = await postCharge({ apiKey, key, body });
     assert.equal(retry.status, 201, retry.text);
     assert.equal(retry.headers.get("idempotent-replay"), "true");
@@ -102,6 +108,11 @@ describe("the gateway's events settle unknown outcomes", () => {
     assert.equal(receipt?.outcome, "settled");
     assert.equal((await gatewayRefunds(charge)).length, 1);
     assert.equal(await db.refund.count({ where: { chargeId: charge } }), 1);
+    const told = await db.event.findMany({ where: { requestId: record.id } });
+    assert.deepEqual(
+      told.map((e) => e.type),
+      ["refund.succeeded"],
+    );
   });
 });
 

@@ -70,6 +70,49 @@ function conforms(path: string, method: string, res: ApiResponse) {
 
 const problem = { Accept: "application/problem+json" };
 
+describe("OpenAPI document: events, lists and webhook endpoints", () => {
+  test("real answers of the lists, events and endpoints match the document", async () => {
+    const get = async (path: string) => {
+      const res = await fetch(`${APP_URL}${path}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, json: JSON.parse(text), text } as ApiResponse;
+    };
+    const send = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${APP_URL}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, json: JSON.parse(text), text } as ApiResponse;
+    };
+    const charge = await newCharge(apiKey);
+    await postRefund({ apiKey, key: uniqueKey(), body: { charge, amount_cents: 100 } });
+    conforms("/api/charges", "get", await get("/api/charges?limit=2"));
+    conforms("/api/charges", "get", await get("/api/charges?limit=0"));
+    conforms("/api/refunds", "get", await get(`/api/refunds?charge=${charge}`));
+    const events = await get("/api/events?limit=3");
+    conforms("/api/events", "get", events);
+    conforms("/api/events", "get", await get("/api/events?type=nope"));
+    conforms("/api/events/{id}", "get", await get(`/api/events/${events.json.data[0].id}`));
+    conforms("/api/events/{id}", "get", await get("/api/events/evt_nope"));
+    const made = await send("POST", "/api/webhook_endpoints", { url: "https://example.com/h", enabled_events: ["*"] });
+    conforms("/api/webhook_endpoints", "post", made);
+    conforms("/api/webhook_endpoints", "post", await send("POST", "/api/webhook_endpoints", { url: "ftp://x" }));
+    conforms("/api/webhook_endpoints", "get", await get("/api/webhook_endpoints"));
+    const one = `/api/webhook_endpoints/${made.json.id}`;
+    conforms("/api/webhook_endpoints/{id}", "get", await get(one));
+    conforms("/api/webhook_endpoints/{id}", "post", await send("POST", one, { disabled: true }));
+    conforms(
+      "/api/webhook_endpoints/{id}/rotate",
+      "post",
+      await send("POST", `${one}/rotate`, { overlap_seconds: 60 }),
+    );
+    conforms("/api/webhook_endpoints/{id}", "delete", await send("DELETE", one));
+    conforms("/api/webhook_endpoints/{id}", "get", await get(one));
+  });
+});
+
 describe("OpenAPI document", () => {
   test("documents every error code of the registry, with its status, in the reference and the schemas", () => {
     const description: string = doc.info.description;
@@ -166,10 +209,21 @@ describe("OpenAPI document", () => {
         "Preference-Applied",
         "Request-Id",
       ]);
-      assert.deepEqual(
-        get.parameters.map((p: { name: string }) => p.name),
-        ["idempotency_key", "request_id"],
-      );
+      assert.deepEqual(get.parameters.map((p: { name: string }) => p.name).slice(0, 2), [
+        "idempotency_key",
+        "request_id",
+      ]);
+      // Without either: the list (GET /api/charges?customer=..., GET /api/refunds?charge=...).
+      assert.deepEqual(get.parameters.map((p: { name: string }) => p.name).slice(3), [
+        "limit",
+        "starting_after",
+        "ending_before",
+        "created[gte]",
+        "created[gt]",
+        "created[lte]",
+        "created[lt]",
+      ]);
+      assert.equal(get.responses["200"].content["application/json"].schema.$ref, `#/components/schemas/${object}List`);
       for (const code of ["idempotency_key_reused", "request_in_progress", "gateway_unavailable"]) {
         assert.ok(codesOf(post.responses).includes(code), `POST ${path} documents ${code}`);
       }

@@ -45,6 +45,14 @@ export const APP_GRANTS: Record<string, readonly Privilege[]> = {
   // A double charge's first dashboard refund: deleted when that refund is refused, taken over when it went stale
   // (src/server/refunds/pairGuard.ts).
   double_charge_claims: ALL,
+  // Events: written with the money they report, never changed (src/server/events/write.ts).
+  events: READ_ADD,
+  // Endpoints: rotation, disabling and health (UPDATE), removal (DELETE) (src/server/webhooks).
+  webhook_endpoints: ALL,
+  // Deliveries: claimed and finished by dispatchers (src/server/webhooks/dispatcher.ts); never deleted.
+  webhook_deliveries: READ_ADD_CHANGE,
+  // Every attempt of a delivery, append-only.
+  webhook_attempts: READ_ADD,
   // The lifecycle's claims, transitions, take-overs and pruning (src/server/idempotency/records.ts).
   idempotent_requests: ALL,
   // DELETE: pruned after 30 days (src/server/sweep/pruneExpired.ts).

@@ -232,6 +232,15 @@ export function testConfig(): StackConfig {
     STAFF_REFUND_MAX_CENTS_PER_HOUR: "1000000000",
     STAFF_REFUND_MAX_CENTS_PER_DAY: "1000000000",
     STAFF_REFUND_APPROVAL_ABOVE_CENTS: "5000000",
+    // Webhooks: the tests' receivers listen on 127.0.0.1, and retries, give-ups and disabling take seconds.
+    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+    WEBHOOK_POLL_INTERVAL_MS: "100",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    WEBHOOK_RETRY_BASE_MS: "200",
+    WEBHOOK_RETRY_MAX_MS: "1000",
+    WEBHOOK_RETRY_FOR_MS: "8000",
+    WEBHOOK_DISABLE_AFTER_MS: "6000",
+    WEBHOOK_ROTATION_OVERLAP_MS: "60000",
     // GET /api/metrics answers this run's tests (test/metrics.test.ts).
     METRICS_TOKEN: process.env.METRICS_TOKEN ?? randomBytes(24).toString("hex"),
   };

@@ -142,6 +142,21 @@ export function startSweeper(env: Env, output: Output = {}): Service {
   };
 }
 
+/** The webhook dispatcher (src/worker/dispatcher.ts): posts due deliveries; any number may run. */
+export function startDispatcher(env: Env, output: Output = {}): Service {
+  const child = spawn(bin("tsx"), [...SERVER_CODE_FLAGS, "src/worker/dispatcher.ts"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: stdio(output),
+  });
+  return {
+    name: "dispatcher",
+    url: "",
+    child,
+    stop: () => stopChild(child),
+  };
+}
+
 /** Runs a command to completion, inheriting output; rejects on a non-zero exit. */
 export function run(command: string, args: string[], env: Env = {}): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -1,3 +1,4 @@
+import { eventPaths, eventSchemas, listExamples, listParameters } from "./openapiEvents";
 import { API_ERROR_CODES, API_ERRORS, type ApiErrorCode, docAnchor } from "@charges/client/errorRegistry";
 import { MAX_KEY_LENGTH } from "@charges/client/idempotencyProtocol";
 import { z } from "zod";
@@ -325,12 +326,28 @@ function moneyPaths(route: MoneyRouteDoc) {
       }),
     },
   };
+  const list = LIST_FILTERS[object as keyof typeof LIST_FILTERS];
+  const listSamples = [
+    {
+      ...samples.find[0]!,
+      source: `${samples.find[0]!.source.split("\n")[0]}\ncurl -s "$API${path}?limit=10" ${AUTH}`,
+    },
+    {
+      ...samples.find[1]!,
+      source:
+        `${samples.find[1]!.source.split("const found")[0]}` +
+        `const page = await client.${path.split("/").pop()}.list({ limit: 10 });\n` +
+        "console.log(page.data.map((o) => o.id), page.has_more);",
+    },
+  ];
   const settle = {
     operationId: `find${object}ByIdempotencyKey`,
-    "x-codeSamples": samples.find,
-    summary: `Settle a ${noun} by its Idempotency-Key`,
+    "x-codeSamples": [...samples.find, ...listSamples],
+    summary: `Settle a ${noun} by its Idempotency-Key, or list your ${noun}s`,
     description:
-      "For a client whose deadline ran out: what happened to the operation, without resending its body. " +
+      `Without \`idempotency_key\` or \`request_id\`: your ${noun}s, newest first, a page at a time (200, a list; ` +
+      `the parameters below \`request_id\`). With one of them: ` +
+      "for a client whose deadline ran out: what happened to the operation, without resending its body. " +
       "Complete: the stored status and body, exactly as a replay of the POST (`Idempotent-Replay: true`). " +
       "In flight: 409 `request_in_progress` with `age_seconds`. Unknown, expired or another client's key: 404. " +
       `A request sent without a key whose outcome was unknown (${unknown}) is found by the \`request_id\` that ` +
@@ -353,8 +370,14 @@ function moneyPaths(route: MoneyRouteDoc) {
         description: `The \`request_id\` of a ${unknown} answer (a request sent without a key).`,
         schema: { type: "string", pattern: "^[0-9]{1,19}$", example: "4711" },
       },
+      ...listParameters(list.filter).map((p) =>
+        p.name === "starting_after" || p.name === "ending_before"
+          ? { ...p, schema: { ...p.schema, example: examples.read.id } }
+          : p,
+      ),
     ],
     responses: {
+      "200": { description: `Your ${noun}s, newest first`, content: content(ref(`${object}List`), list.example) },
       "201": {
         description: `Complete: the stored answer, a ${noun}.`,
         headers: replayHeaders,
@@ -375,6 +398,20 @@ function moneyPaths(route: MoneyRouteDoc) {
   };
   return { [path]: { post: create, get: settle }, [`${path}/{id}`]: { get: retrieve } };
 }
+
+const AUTH = '-H "Authorization: Bearer $KEY"';
+
+/** Each money route's list filter (GET without a key) and example page. */
+const LIST_FILTERS = {
+  Charge: {
+    filter: { name: "customer", description: "Only this customer's charges.", example: "cus_123" },
+    example: listExamples.charges,
+  },
+  Refund: {
+    filter: { name: "charge", description: "Only this charge's refunds.", example: "ch_8a5b084aa7756bcf50ccc889" },
+    example: listExamples.refunds,
+  },
+};
 
 /** Every API answer carries its Request-Id (src/server/http/handleApi.ts): added to each documented response. */
 function withRequestIds<Paths extends Record<string, Record<string, { responses: Record<string, object> }>>>(
@@ -432,6 +469,7 @@ export const openApiDocument = {
   security: [{ bearer: [] }],
   paths: withRequestIds({
     ...Object.assign({}, ...MONEY_ROUTES.map(moneyPaths)),
+    ...eventPaths({ content, ref, errorResponses }),
     "/api/health": {
       get: {
         operationId: "health",
@@ -500,6 +538,7 @@ export const openApiDocument = {
         },
       },
       Refund: refundSchema,
+      ...eventSchemas(ref),
       ErrorDetails: {
         type: "object",
         properties: {

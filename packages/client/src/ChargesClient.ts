@@ -1,4 +1,5 @@
 import { ChargeDeadlineError, RefundDeadlineError } from "./errors.js";
+import { Events } from "./lists.js";
 import { type CreateOptions, MoneyOperations } from "./moneyOperations.js";
 import type { OperationStore, StoredOperation } from "./operationStore.js";
 import { Transport } from "./transport.js";
@@ -49,6 +50,8 @@ export class ChargesClient {
   readonly charges: MoneyOperations<"charge", CreateChargeParams, Charge>;
   /** `refunds.create({ charge, amount_cents, reason })`: a refund, with exactly the charges' protocol. */
   readonly refunds: MoneyOperations<"refund", CreateRefundParams, Refund>;
+  /** `events.list({ type })`, `events.retrieve(id)`: what happened to your money (docs/webhooks.md). */
+  readonly events: Events;
   private readonly store: OperationStore | undefined;
 
   constructor(options: ChargesClientOptions) {
@@ -78,6 +81,7 @@ export class ChargesClient {
       },
       keys,
     );
+    this.events = new Events(transport);
     this.refunds = new MoneyOperations(
       transport,
       this.store,

@@ -28,6 +28,7 @@ export {
   OperationMismatchError,
   RefundDeadlineError,
 } from "./errors.js";
+export type { Event, Events, List, ListParams } from "./lists.js";
 export type { CreateOptions, KeyLifetime, MoneyOperations } from "./moneyOperations.js";
 export {
   MemoryOperationStore,

@@ -8,6 +8,7 @@ import {
 } from "./errors.js";
 import type { MoneyResource, OperationStore, StoredOperation } from "./operationStore.js";
 import { retryAfterMs } from "./retryPolicy.js";
+import { getJson, type List, type ListParams, listQuery } from "./lists.js";
 import type { Exchange, Transport } from "./transport.js";
 import type { ApiErrorBody, OperationResult, OperationState } from "./types.js";
 
@@ -127,6 +128,14 @@ export class MoneyOperations<Name extends string, Params, Created> {
       return { state: "unknown", idempotencyKey };
     }
     throw new ChargesApiError(answer.status, error);
+  }
+
+  /**
+   * Your objects, newest first (GET <path> without a key), a page at a time: `charges.list({ customer })`,
+   * `refunds.list({ charge })`; the next page with `starting_after` set to the last one's id while `has_more`.
+   */
+  list(params: ListParams & { customer?: string; charge?: string } = {}): Promise<List<Created>> {
+    return getJson(this.transport, this.spec.path, listQuery(params));
   }
 
   /** One of your objects by its id (GET <path>/<id>): throws a ChargesApiError (404 not_found) for anyone else's. */

@@ -36,6 +36,12 @@ export const AUDIT_ACTIONS = [
   "refund.approved",
   "refund.rejected",
   "refund.limited",
+  "webhook_endpoint.created",
+  "webhook_endpoint.updated",
+  "webhook_endpoint.secret_rotated",
+  "webhook_endpoint.deleted",
+  "webhook_endpoint.test_sent",
+  "webhook_delivery.sent_again",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -54,6 +60,11 @@ export function staffContext(user: { id: number; email: string }, request: Reque
   return { actor: { type: "staff", id: user.id, email: user.email }, request };
 }
 
+/** An API client acting on its own settings through the API (its webhook endpoints). */
+export function apiClientContext(apiClientId: number, request: RequestInfo = NO_REQUEST): AuditContext {
+  return { actor: { type: "system", name: `api client #${apiClientId}` }, request };
+}
+
 /** A command-line action; `name` says who ran it (scripts/lib/cli.ts: `--actor`, or the OS user and host). */
 export function cliContext(name: string): AuditContext {
   return { actor: { type: "cli", name }, request: NO_REQUEST };
@@ -62,7 +73,16 @@ export function cliContext(name: string): AuditContext {
 export type AuditEntry = {
   action: AuditAction;
   target?: {
-    type: "staff_user" | "api_client" | "api_key" | "session" | "setting" | "charge" | "ledger_mismatch";
+    type:
+      | "staff_user"
+      | "api_client"
+      | "api_key"
+      | "session"
+      | "setting"
+      | "charge"
+      | "ledger_mismatch"
+      | "webhook_endpoint"
+      | "webhook_delivery";
     id: string | number;
   };
   details?: Record<string, unknown>;

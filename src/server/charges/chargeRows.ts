@@ -3,7 +3,7 @@ import type { Charge } from "~/generated/prisma/client";
 import type { Statement } from "~/server/db";
 import type { GatewayCharge } from "~/server/gateway";
 import type { FinishedBy, IdempotencyRecord, WorkResult } from "~/server/idempotency";
-import { responseForCharge } from "./responses";
+import { responseForCharge, serializeCharge } from "./responses";
 
 export function newChargeId(): string {
   return `ch_${randomBytes(12).toString("hex")}`;
@@ -74,5 +74,12 @@ export function chargeCompletion(
   finishedBy?: Exclude<FinishedBy, "request">,
 ): WorkResult {
   const charge = chargeFromGateway(record, gatewayCharge, gatewayKey);
-  return { kind: "complete", response: responseForCharge(charge), writes: [insertCharge(charge)], finishedBy };
+  const type = charge.status === "succeeded" ? "charge.succeeded" : "charge.failed";
+  return {
+    kind: "complete",
+    response: responseForCharge(charge),
+    writes: [insertCharge(charge)],
+    finishedBy,
+    event: { type, object: serializeCharge(charge), chargeId: charge.id },
+  };
 }

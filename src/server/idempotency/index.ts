@@ -13,4 +13,12 @@ export { findOperation, type OperationState } from "./queries";
 export { noteAnswered } from "./events";
 export { requestHash } from "./canonicalHash";
 export type { FinishedBy, IdempotencyRecord } from "./lifecycle";
-export type { Admission, ClaimInput, HeldClaim, IdempotentOutcome, StoredResponse, WorkResult } from "./types";
+export type {
+  Admission,
+  ClaimInput,
+  CompletionEvent,
+  HeldClaim,
+  IdempotentOutcome,
+  StoredResponse,
+  WorkResult,
+} from "./types";

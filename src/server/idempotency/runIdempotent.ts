@@ -170,7 +170,8 @@ async function keylessOutcome(
  * The work came back complete with rows to store: for a request's own work, the gateway's definite answer (a
  * charge or a decline). (A sweeper's write-off of a keyless record stores its count too.)
  */
-const gatewayAnswered = (result: WorkResult) => result.kind === "complete" && result.writes.length > 0;
+const gatewayAnswered = (result: WorkResult) =>
+  result.kind === "complete" && result.finishedBy !== "abandoned" && result.writes.length > 0;
 
 /** The sweeper's answer for an operation it found the gateway never carried out. */
 const isWriteOff = (outcome: IdempotentOutcome) => outcome.kind === "replay" && outcome.finishedBy === "abandoned";

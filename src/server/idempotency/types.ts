@@ -63,9 +63,24 @@ export type HeldClaim = {
  *   own writes had declined, so that nothing is stored and the key stays usable.
  */
 export type WorkResult =
-  | { kind: "complete"; response: StoredResponse; writes: Statement[]; finishedBy?: Exclude<FinishedBy, "request"> }
+  | {
+      kind: "complete";
+      response: StoredResponse;
+      writes: Statement[];
+      finishedBy?: Exclude<FinishedBy, "request">;
+      /** What the merchant is told happened (its event, written with the rows: operations/completion.ts). */
+      event?: CompletionEvent;
+    }
   | { kind: "unknown" }
   | { kind: "declined"; rows: unknown[] };
+
+/** A finished operation's event, as its work knows it: the type and the object as the API shows it. */
+export type CompletionEvent = {
+  type: "charge.succeeded" | "charge.failed" | "refund.succeeded" | "refund.failed";
+  object: Record<string, unknown>;
+  /** The charge it concerns (a refund's charge too). */
+  chargeId: string;
+};
 
 /** What a request under an idempotency key gets. */
 export type IdempotentOutcome =

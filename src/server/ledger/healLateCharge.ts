@@ -2,12 +2,15 @@ import type { Charge, Refund } from "~/generated/prisma/client";
 import { env } from "~/env";
 import { recordAudit } from "~/server/audit/audit";
 import { chargeFromGateway } from "~/server/charges/chargeRows";
+import { serializeCharge } from "~/server/charges/responses";
+import { writeEventInPrisma } from "~/server/events/write";
 import { db } from "~/server/db";
 import { deriveGatewayKey, gateway, metadataFor, type ListedGatewayCharge } from "~/server/gateway";
 import { NO_REQUEST } from "~/server/http/requestInfo";
 import type { IdempotencyRecord } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { newRefundId } from "~/server/refunds/refundWork";
+import { serializeRefund } from "~/server/refunds/responses";
 
 /**
  * How many gateway keys a heal may use. Stripe answers every later request under a key with the 500 it once
@@ -91,6 +94,16 @@ export async function healLateCharge(record: IdempotencyRecord, late: ListedGate
       });
     }
     const row = await tx.refund.create({ data: { ...refund, chargeId } });
+    // The merchant was told "no charge was made"; it is told what the charge was and that it was given back.
+    const healedCharge = await tx.charge.findUniqueOrThrow({ where: { id: chargeId } });
+    await writeEventInPrisma(tx, {
+      type: "charge.late_healed",
+      apiClientId: record.apiClientId,
+      object: serializeCharge(healedCharge, [serializeRefund(row)]),
+      chargeId,
+      requestId: record.id,
+      idempotencyKey: record.idempotencyKey,
+    });
     await recordAudit(
       { actor: { type: "system", name: "reconciliation" }, request: NO_REQUEST },
       {

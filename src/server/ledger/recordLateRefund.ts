@@ -7,7 +7,8 @@ import type { IdempotencyRecord } from "~/server/idempotency";
 import { correctWriteOffStatement } from "~/server/idempotency/maintenance";
 import { log } from "~/server/observability/log";
 import { newRefundId } from "~/server/refunds/refundWork";
-import { responseForRefund } from "~/server/refunds/responses";
+import { responseForRefund, serializeRefund } from "~/server/refunds/responses";
+import { writeEventInPrisma } from "~/server/events/write";
 
 /**
  * A gateway refund made for an operation the app answered "no refund was made" (written off; the request reached
@@ -50,6 +51,14 @@ export async function recordLateRefund(record: IdempotencyRecord, late: ListedGa
       });
       const { sql, values } = correctWriteOffStatement(record, responseForRefund(refund));
       if ((await tx.$executeRawUnsafe(sql, ...values)) !== 1) throw new WriteOffMoved();
+      await writeEventInPrisma(tx, {
+        type: "refund.late_recorded",
+        apiClientId: record.apiClientId,
+        object: serializeRefund(refund),
+        chargeId: charge.id,
+        requestId: record.id,
+        idempotencyKey: record.idempotencyKey,
+      });
       await recordAudit(
         { actor: { type: "system", name: "reconciliation" }, request: NO_REQUEST },
         {

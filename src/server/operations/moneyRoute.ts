@@ -33,7 +33,11 @@ const ageSeconds = (since: Date | null) =>
  * The route file of a money route: `export const { GET, POST, PUT, PATCH, DELETE } = moneyRoute(operation)`.
  * POST runs the operation under the idempotency protocol; GET settles what happened to one without resending it.
  */
-export function moneyRoute<Input>(operation: MoneyOperation<Input>) {
+export function moneyRoute<Input>(
+  operation: MoneyOperation<Input>,
+  /** GET without ?idempotency_key= or ?request_id=: the client's list of the operation's objects (src/server/lists). */
+  list?: (apiClientId: number, query: URLSearchParams) => Promise<string>,
+) {
   // The outcomes every dashboard expects, at 0 until they happen.
   for (const [outcome, status] of EXPECTED_ANSWERS) metrics.answers.labels(operation.route, outcome, status).inc(0);
 
@@ -70,7 +74,10 @@ export function moneyRoute<Input>(operation: MoneyOperation<Input>) {
    */
   async function get(request: Request) {
     return withApiClient(request, async (client) => {
-      const handle = operationHandle(new URL(request.url).searchParams);
+      const query = new URL(request.url).searchParams;
+      if (list && !query.has("idempotency_key") && !query.has("request_id"))
+        return jsonResponse(200, await list(client.id, query));
+      const handle = operationHandle(query);
       if ("problem" in handle) return errorResponse("invalid_idempotency_key", { message: handle.problem });
       return stateResponse(await findOperationOf(operation, client.id, handle));
     });

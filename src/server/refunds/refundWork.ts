@@ -6,7 +6,13 @@ import { deriveGatewayKey, gateway, GatewayRefusedError, metadataFor, type Gatew
 import type { FinishedBy, HeldClaim, IdempotencyRecord, WorkResult } from "~/server/idempotency";
 import { log } from "~/server/observability/log";
 import { endHold, findHold, holdAmount, type Hold } from "./holds";
-import { abandonedRefundResponse, declinedRefundResponse, responseForRefund } from "./responses";
+import {
+  abandonedRefundResponse,
+  declinedRefundResponse,
+  failedRefundObject,
+  responseForRefund,
+  serializeRefund,
+} from "./responses";
 import type { CreateRefundInput } from "./schema";
 
 export const newRefundId = () => `re_${randomBytes(12).toString("hex")}`;
@@ -66,6 +72,7 @@ function refundCompletion(
     response: responseForRefund(refund),
     writes: [insertRefund(refund), ...endHold(hold, true)],
     finishedBy,
+    event: { type: "refund.succeeded", object: serializeRefund(refund), chargeId: refund.chargeId },
   };
 }
 
@@ -99,7 +106,12 @@ export async function refundOnGateway(held: HeldClaim, input: CreateRefundInput)
     return refundCompletion(held.record, hold, made, gatewayKey);
   } catch (error) {
     if (error instanceof GatewayRefusedError) {
-      return { kind: "complete", response: declinedRefundResponse(error.code), writes: endHold(hold, false) };
+      return {
+        kind: "complete",
+        response: declinedRefundResponse(error.code),
+        writes: endHold(hold, false),
+        event: { type: "refund.failed", object: failedRefundObject(hold, error.code), chargeId: hold.chargeId },
+      };
     }
     log.warn({ ...recordFields(held.record), err: error }, "gateway refund outcome unknown; the claim is released");
     return { kind: "unknown" };

@@ -19,6 +19,26 @@ export function serializeRefund(refund: Refund) {
   };
 }
 
+/**
+ * A refund the gateway refused, as its refund.failed event shows it: no refund row exists (nothing was refunded),
+ * so it has no id; what was asked, of which charge, and the gateway's code.
+ */
+export function failedRefundObject(
+  hold: { chargeId: string; amountCents: number; currency: string; reason: Refund["reason"] },
+  code: string,
+) {
+  return {
+    id: null,
+    object: "refund",
+    charge: hold.chargeId,
+    amount_cents: hold.amountCents,
+    currency: hold.currency,
+    status: "failed",
+    reason: hold.reason,
+    failure_code: code,
+  };
+}
+
 export const responseForRefund = (refund: Refund): StoredResponse => ({
   status: 201,
   body: JSON.stringify(serializeRefund(refund)),

@@ -8,6 +8,7 @@ import { requestsRouter } from "./routers/requests";
 import { rolloutRouter } from "./routers/rollout";
 import { staffRouter } from "./routers/staff";
 import { sweepRouter } from "./routers/sweep";
+import { webhooksRouter } from "./routers/webhooks";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -21,6 +22,7 @@ export const appRouter = createTRPCRouter({
   staff: staffRouter,
   sweep: sweepRouter,
   ledger: ledgerRouter,
+  webhooks: webhooksRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -19,6 +19,7 @@ const LINKS = [
 ];
 const ENGINEER_LINKS = [
   { href: "/admin/clients", label: "API clients" },
+  { href: "/admin/webhooks", label: "Webhooks" },
   { href: "/admin/staff", label: "Staff" },
   { href: "/admin/audit", label: "Audit log" },
 ];

@@ -19,6 +19,7 @@ import { QueryState } from "../../_components/ui/QueryState";
 import { MismatchWarning } from "../../_components/MismatchWarning";
 import { DateRange } from "../../_components/ui/DateRange";
 import { Time } from "../../_components/ui/Time";
+import { EventsOf } from "./EventsOf";
 import { EvidenceBadge } from "./PairEvidence";
 
 /** Finding a customer: by id or its start. */
@@ -329,6 +330,7 @@ export function ChargeDetail({ id }: { id: string }) {
             </dd>
           </dl>
           <ChargeRefunds chargeId={c.id} />
+          <EventsOf chargeId={c.id} />
         </>
       )}
     </QueryState>

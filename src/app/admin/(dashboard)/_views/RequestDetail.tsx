@@ -11,6 +11,7 @@ import { PageHeader } from "../../_components/ui/PageHeader";
 import { QueryState } from "../../_components/ui/QueryState";
 import { MismatchWarning } from "../../_components/MismatchWarning";
 import { Time } from "../../_components/ui/Time";
+import { EventsOf } from "./EventsOf";
 
 type Detail = RouterOutputs["requests"]["byId"];
 type Entry = Detail["timeline"][number];
@@ -253,6 +254,8 @@ function Loaded({ d }: { d: Detail }) {
           <p className="muted">No money row recorded for this request.</p>
         )}
       </section>
+
+      <EventsOf requestId={String(r.id)} />
 
       <section className="card" aria-label="Timeline">
         <h2 className="mb-2">Timeline of the key</h2>
