@@ -123,8 +123,7 @@ try {
   console.log(`gateway: ${config.env.GATEWAY} (simulated)`);
   services.push(await startApp({ port: config.appPort, env: appEnv, quiet: true }));
 
-  // test/review/: the regression tests of the adversarial review's findings (its README).
-  const chosen = [...testFiles("test"), ...testFiles("test/review")].filter(
+  const chosen = testFiles("test").filter(
     (f) => nodeFilters.length > 0 || !stripePass || !GATEWAY_AGNOSTIC.includes(f),
   );
   const gatewayName = stripePass ? "stripe" : "sim";
