@@ -78,7 +78,8 @@ describe("ledger reconciliation", () => {
     assert.equal((await postCharge({ apiKey, key, body })).status, 503);
     assert.equal((await recordOf(key))?.phase.name, "released");
     const result = await reconcile(since());
-    assert.equal(result.repaired, 1);
+    // This one at least: the window (the last minute) may hold what the file run before this one left released.
+    assert.ok(result.repaired >= 1, show(result));
     assert.deepEqual(result.findings, []);
     const record = await recordOf(key);
     assert.equal(record?.phase.name === "complete" && record.phase.finishedBy, "reconciled");
@@ -672,10 +673,8 @@ describe("another integration's PaymentIntents", () => {
       connectionLimit: 2,
     });
   });
-  after(async () => {
-    await gatewayDb.end();
-    await closeConnections();
-  });
+  // The file's own after hook closes the shared connections, once every block has run.
+  after(() => gatewayDb.end());
 
   describe("a PaymentIntent of another integration awaiting capture", {
     skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",

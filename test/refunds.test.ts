@@ -446,7 +446,6 @@ describe("the simulator's refund ledger", () => {
         await gw.end();
       }
     }
-    await closeConnections();
   });
 
   const sim = env.GATEWAY !== "stripe";
