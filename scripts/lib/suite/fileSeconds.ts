@@ -33,6 +33,7 @@ export const FILE_SECONDS: Record<string, [number, number]> = {
   "test/finality.test.ts": [35, 35],
   "test/gatewayOutcomes.test.ts": [11, 20],
   "test/httpHardening.test.ts": [40, 0],
+  "test/gatewayEvents.test.ts": [9, 10],
   "test/incident.test.ts": [26, 37],
   "test/keyRevocation.test.ts": [37, 44],
   "test/ledger.test.ts": [83, 95],
