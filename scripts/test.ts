@@ -13,6 +13,7 @@
  *   npm test -- faults       only the fault run
  *   npm test -- --no-build   the whole suite, reusing the last production build (while iterating on tests)
  *   GATEWAY=stripe npm test -- node   through the Stripe adapter: all but what never reaches the gateway
+ *   npm test -- node --shard=1/2      half of the node:test files, balanced by their measured times (a suite lane)
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
@@ -23,13 +24,19 @@ import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
 import { bin, run, SERVER_CODE_FLAGS, startApp, startDispatcher, startGateway, type Service } from "./lib/processes";
 import { FAULT_RUN_SECONDS } from "./lib/suite/lanes";
+import { filesOfShard, parseShard, secondsOf } from "./lib/suite/shards";
 import { warmUpDashboard } from "./lib/warmUp";
+
+const FILE_TIMES_REPORTER = path.join(root, "scripts/lib/suite/fileTimesReporter.mjs");
 
 loadDotEnv();
 const config = testConfig();
 const args = process.argv.slice(2);
 const build = !args.includes("--no-build");
-const filters = args.filter((a) => a !== "--no-build");
+// --shard=i/n: this shard of the node:test files, or of the browser specs (the suite's lanes; lib/suite/shards.ts).
+const shardArg = args.find((a) => a.startsWith("--shard"));
+const shard = shardArg ? parseShard(shardArg) : undefined;
+const filters = args.filter((a) => a !== "--no-build" && a !== shardArg);
 if (filters.length === 0) {
   const { runSuite } = await import("./lib/suite/runSuite");
   process.exit(await runSuite({ build }));
@@ -118,20 +125,26 @@ try {
   // The webhook dispatcher, as npm start runs it: the tests' receivers get what it posts (test/webhooks*.test.ts).
   services.push(startDispatcher(appEnv, { quiet: true }));
 
-  // test/review/: the regression tests of the adversarial review's findings (its README).
-  const files = [...testFiles("test"), ...testFiles("test/review")].filter(
+  const chosen = testFiles("test").filter(
     (f) => nodeFilters.length > 0 || !stripePass || !GATEWAY_AGNOSTIC.includes(f),
   );
+  const gatewayName = stripePass ? "stripe" : "sim";
+  const files = shard ? filesOfShard(chosen, shard, (f) => secondsOf(f, gatewayName)) : chosen;
+  if (shard && runNodeTests) console.log(`shard ${shard.index}/${shard.count}: ${files.join(" ")}`);
   if (stripePass && nodeFilters.length === 0) {
     console.log(
       `GATEWAY=stripe: the default pass runs what never reaches the gateway: ${GATEWAY_AGNOSTIC.join(", ")}, e2e`,
     );
   }
+  // TEST_TIMES_FILE (the suite's node lanes set it): each file's wall time, beside the usual spec output.
+  const timesFile = process.env.TEST_TIMES_FILE;
+  const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout"];
+  if (timesFile) reporters.push(`--test-reporter=${FILE_TIMES_REPORTER}`, `--test-reporter-destination=${timesFile}`);
   if (runNodeTests && files.length > 0) {
     // One file at a time: the fault tests kill and restart servers.
     await run(
       process.execPath,
-      [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", "--test-reporter=spec", ...files],
+      [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", ...reporters, ...files],
       testEnv,
     ).catch((e) => failures.push(String(e)));
   }
@@ -147,7 +160,12 @@ try {
   }
   if (runBrowserTests) {
     // `e2e/dashboard.spec.ts` or `e2e/dashboard.spec.ts:120` (a file, or the test at that line) go to Playwright.
-    const specs = filters.filter((f) => f.startsWith("e2e/"));
+    const named = filters.filter((f) => f.startsWith("e2e/"));
+    const allSpecs = readdirSync(path.join(root, "e2e"))
+      .filter((f) => f.endsWith(".spec.ts"))
+      .map((f) => `e2e/${f}`);
+    const specs = shard && named.length === 0 ? filesOfShard(allSpecs, shard, (f) => secondsOf(f, "sim")) : named;
+    if (shard) console.log(`shard ${shard.index}/${shard.count}: ${specs.join(" ")}`);
     await warmUpDashboard(testEnv.TEST_APP_URL, {
       email: testEnv.TEST_ENGINEER_EMAIL,
       password: testEnv.TEST_ENGINEER_PASSWORD,

@@ -36,6 +36,12 @@ const schema = z
       .default("mysql://root@127.0.0.1:3306/charges")
       .refine((url) => parses(url), "must be mysql://user:password@host:port[,host:port...]/database"),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
+    /**
+     * Seconds a statement of the app waits for a row lock before MariaDB gives up (innodb_lock_wait_timeout of its
+     * connections); unset: the server's (50 s by default). The test stack sets it short, so that tests of a
+     * transaction stuck behind another's lock wait seconds, not the server's 50.
+     */
+    DATABASE_LOCK_WAIT_TIMEOUT_S: z.coerce.number().int().min(1).max(3_600).optional(),
     /** Which payment gateway charges go to: the simulator's own protocol, or Stripe through its SDK. */
     GATEWAY: z.enum(["sim", "stripe"]).default("sim"),
     /** GATEWAY=sim: the simulator's base URL. */

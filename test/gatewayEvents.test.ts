@@ -47,6 +47,13 @@ after(async () => {
   await closeConnections();
 });
 
+/**
+ * The receipt of the event that finished record `id`: written just after the record's completion (receive.ts), so
+ * a test that saw the record complete waits for it rather than reading it at once.
+ */
+const receiptOf = (id: bigint) =>
+  waitFor("the event's receipt", () => db.gatewayEvent.findFirst({ where: { idempotentRequestId: id } }));
+
 /** An event as the gateway would send it about `record`, signed with `signWith` at `timestamp` (seconds). */
 async function sendEvent(
   type: string,
@@ -81,7 +88,7 @@ describe("the gateway's events settle unknown outcomes", () => {
     assertError(await postCharge({ apiKey, key, body }), 503, "gateway_unavailable");
     const record = await complete(key);
     assert.equal(record.phase.name === "complete" && record.phase.response.status, 201);
-    const receipt = await db.gatewayEvent.findFirst({ where: { idempotentRequestId: record.id } });
+    const receipt = await receiptOf(record.id);
     assert.equal(receipt?.outcome, "settled", "the event finished it");
     assert.equal(receipt?.type, "payment_intent.succeeded");
     assert.equal((await gatewayCharges(body.customer_id)).length, 1);
@@ -104,7 +111,7 @@ describe("the gateway's events settle unknown outcomes", () => {
     assertError(refund, 503, "gateway_unavailable");
     const record = await complete(key, REFUNDS_ROUTE);
     assert.equal(record.phase.name === "complete" && record.phase.response.status, 201);
-    const receipt = await db.gatewayEvent.findFirst({ where: { idempotentRequestId: record.id } });
+    const receipt = await receiptOf(record.id);
     assert.equal(receipt?.outcome, "settled");
     assert.equal((await gatewayRefunds(charge)).length, 1);
     assert.equal(await db.refund.count({ where: { chargeId: charge } }), 1);

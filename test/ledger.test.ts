@@ -21,18 +21,31 @@ import {
   chargeAtGateway,
   chargeBody,
   closeConnections,
+  gatewayCharges,
   gatewayRefunds,
   lateRefund as lateRefundHelper,
+  lateRefund as lateRefundOf,
   localCharges,
   newApiClient,
+  newCharge,
   postCharge,
+  postRefund,
   recordOf,
   refundedOf,
   removeGatewayCharges,
   seedRecord,
+  startAppInstance,
+  sweepUntil,
   uniqueKey,
   untilGatewayShowsCharge,
+  waitFor,
 } from "./helpers";
+import * as mariadb from "mariadb";
+import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
+import { randomBytes } from "node:crypto";
+import { pruneExpired } from "~/server/sweep/pruneExpired";
+import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
+import { delayingProxy } from "./delayingProxy";
 
 let apiKey: string;
 let clientId: number;
@@ -65,8 +78,7 @@ describe("ledger reconciliation", () => {
     assert.equal((await postCharge({ apiKey, key, body })).status, 503);
     assert.equal((await recordOf(key))?.phase.name, "released");
     const result = await reconcile(since());
-    // At least this one: an earlier file's released record in the window (test/gatewayEvents' forged event leaves
-    // one, charged at the gateway) is repaired by the same run.
+    // This one at least: the window (the last minute) may hold what the file run before this one left released.
     assert.ok(result.repaired >= 1, show(result));
     assert.deepEqual(result.findings, []);
     const record = await recordOf(key);
@@ -516,5 +528,406 @@ describe("the reconciliation checks its gateway", () => {
     } finally {
       await other.stop();
     }
+  });
+});
+
+/**
+ * FINDING: the reconciliation reports a false "gateway charge without app
+ * charge" when a charge completes while a run is going through its page.
+ *
+ * reconcileLedger reads the app charges of a whole page of gateway charges in
+ * one query, then settles the page's orphans one by one, reading each orphan's
+ * record afresh. A request that completes between the two reads (its charge row
+ * and its completed record commit together) is seen without a charge (old read)
+ * and with a complete record (new read): "the record completed without this
+ * charge", a mismatch stored for people to investigate (and refund?), on a
+ * ledger that is in order. The same happens with two sweepers reconciling at
+ * once (one repairs a record while the other is between its two reads).
+ *
+ * Here the gap between the two reads is widened deterministically: the page's
+ * first orphan is a repairable record whose row an outside transaction holds,
+ * so the run waits on it while the second charge completes.
+ */
+describe("reconciliation racing a completion", () => {
+  let apiKey: string;
+  let clientId: number;
+  before(async () => ({ apiKey, id: clientId } = await newApiClient("review reconcile race")));
+
+  describe("a charge that completes while the reconciliation runs", () => {
+    test("is not reported as a gateway charge without an app charge", { timeout: 60_000 }, async () => {
+      const since = new Date(Date.now() - 1_000);
+      // An orphan the run will repair: its holder died after the gateway charged.
+      const orphanBody = chargeBody();
+      const orphan = await seedRecord({
+        apiClientId: clientId,
+        phase: "lease_expired",
+        body: orphanBody,
+        ageMs: 5_000,
+      });
+      await chargeAtGateway(orphan, orphanBody);
+
+      // A live request, charged at the gateway at once and answered 4 s later.
+      const body = chargeBody({ card_token: "tok_slow_4000" });
+      const key = uniqueKey("race");
+      const live = postCharge({ apiKey, key, body });
+      await waitFor(
+        "the live charge at the gateway",
+        async () => (await gatewayCharges(body.customer_id)).length === 1,
+      );
+
+      const outside = await mariadb.createConnection(mysqlConnectionOptions(process.env.DATABASE_URL!));
+      let released = false;
+      try {
+        await outside.query("BEGIN");
+        await outside.query("SELECT id FROM idempotent_requests WHERE id = ? FOR UPDATE", [orphan.id]);
+        const run = reconcileLedger({ since, until: new Date(Date.now() + 5_000) });
+        await waitFor("the run to wait on the orphan's row", async () => {
+          await new Promise((r) => setTimeout(r, 150)); // innodb_trx is refreshed at most every 100 ms
+          const rows: unknown[] = await outside.query(
+            "SELECT trx_id FROM information_schema.innodb_trx " +
+              "WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE idempotent_requests%'",
+          );
+          return rows.length > 0;
+        });
+        const answer = await live; // the live charge completes meanwhile
+        assert.equal(answer.status, 201, answer.text);
+        await outside.query("ROLLBACK");
+        released = true;
+        const result = await run;
+
+        const [gatewayCharge] = await gatewayCharges(body.customer_id);
+        assert.equal((await localCharges(body.customer_id)).length, 1, "the app has the live charge");
+        const about = result.findings.filter((f) => f.gatewayChargeId === gatewayCharge!.id);
+        try {
+          assert.deepEqual(
+            about.map((f) => [f.kind, f.evidence.why]),
+            [],
+            "no mismatch about a charge the app has",
+          );
+        } finally {
+          await db.ledgerMismatch.updateMany({
+            where: { gatewayChargeId: gatewayCharge!.id },
+            data: { resolvedAt: new Date() },
+          });
+        }
+      } finally {
+        if (!released) await outside.query("ROLLBACK").catch(() => {});
+        await outside.end();
+      }
+    });
+  });
+});
+
+/**
+ * FINDING (GATEWAY=stripe): a reconciliation whose window ends less than the
+ * search lag after a charge reports a false "app charge without gateway charge".
+ *
+ * The Stripe adapter floors the window's end to the second (`created.lt`), so a
+ * PaymentIntent made in the last, partial second is not listed; the app's charge
+ * (created in the window, to the millisecond) is then looked up with
+ * `findCharge(..., lastAttemptAt: new Date(0))`, i.e. "the lag is long over",
+ * and Stripe's search, which lags behind writes, finds nothing: not_charged,
+ * a mismatch. The periodic run ends its window at "now", so with traffic this
+ * fires on most runs (resolved by the next run, after alarming people).
+ */
+describe("the reconciliation window's edge", () => {
+  let apiKey: string;
+  before(async () => ({ apiKey } = await newApiClient("review stripe window")));
+
+  describe("a reconciliation window that ends just after a charge", {
+    skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+  }, () => {
+    test("reports no mismatch for a charge that is in order", async () => {
+      // Start at the top of a second, so the charge and the run's end fall in the same second.
+      await new Promise((r) => setTimeout(r, 1_000 - (Date.now() % 1_000) + 20));
+      const since = new Date(Date.now() - 1_000);
+      const charged = await postCharge({ apiKey, key: uniqueKey("window"), body: chargeBody() });
+      assert.equal(charged.status, 201, charged.text);
+      const result = await reconcileLedger({ since });
+      const about = result.findings.filter((f) => f.chargeId === charged.json.id);
+      try {
+        assert.deepEqual(
+          about.map((f) => [f.kind, f.evidence.why]),
+          [],
+          "the charge and its PaymentIntent are in order",
+        );
+      } finally {
+        await new Promise((r) => setTimeout(r, 1_500));
+        await reconcileLedger({ since }); // the next run lists it and resolves the false finding
+        await db.ledgerMismatch.updateMany({ where: { chargeId: charged.json.id }, data: { resolvedAt: new Date() } });
+      }
+    });
+  });
+});
+
+/**
+ * FINDING (GATEWAY=stripe): one PaymentIntent that is not final, even one the
+ * app never made, makes every reconciliation of its window fail.
+ *
+ * The Stripe adapter's listCharges maps every intent of the window with
+ * toListed, which throws for an intent that is `processing` or
+ * `requires_capture` ("list this window again once it settles"). A Stripe
+ * account usually holds more than this app's intents (the dashboard, another
+ * integration, a manual-capture flow: `requires_capture` for up to 7 days, a
+ * bank debit: `processing` for days). While one such intent is in the window,
+ * every run ends in error and nothing in that window is reconciled: real
+ * mismatches go unreported. Intents without the app's metadata should be
+ * reported (or ignored), and the app's own pending ones reported as pending,
+ * without failing the rest.
+ *
+ * The intent is planted in the simulator's table, as another integration
+ * would have made it.
+ */
+describe("another integration's PaymentIntents", () => {
+  let gatewayDb: mariadb.Pool;
+  before(() => {
+    gatewayDb = mariadb.createPool({
+      ...mysqlConnectionOptions(process.env.TEST_GATEWAY_DATABASE_URL!),
+      connectionLimit: 2,
+    });
+  });
+  // The file's own after hook closes the shared connections, once every block has run.
+  after(() => gatewayDb.end());
+
+  describe("a PaymentIntent of another integration awaiting capture", {
+    skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only",
+  }, () => {
+    test("does not make the reconciliation of its window fail", async () => {
+      const id = `pi_${randomBytes(12).toString("hex")}`;
+      const now = new Date();
+      await gatewayDb.query(
+        `INSERT INTO sim_payment_intents (id, idempotency_key, amount, currency, payment_method, status, latest_charge,
+           last_payment_error, metadata, description, created, created_at, searchable_at)
+         VALUES (?, NULL, 5000, 'usd', 'pm_card_visa', 'requires_capture', NULL, NULL, '{"order":"A-17"}',
+                 'manual capture', ?, ?, ?)`,
+        [id, Math.floor(now.getTime() / 1000) - 5, new Date(now.getTime() - 5_000), now],
+      );
+      try {
+        const outcome = await reconcileLedger({ since: new Date(now.getTime() - 60_000) }).then(
+          (r) => `finished, ${r.findings.length} findings`,
+          (e: Error) => `failed: ${e.message}`,
+        );
+        assert.match(outcome, /^finished/);
+      } finally {
+        await gatewayDb.query("DELETE FROM sim_payment_intents WHERE id = ?", [id]);
+      }
+    });
+  });
+});
+
+/**
+ * FINDING (low, GATEWAY=stripe): the reconciliation fails outright on an app
+ * charge whose record was pruned, when it has to look that charge's
+ * PaymentIntent up (the intent is older than the window: a slow answer that
+ * straddles the window's start, e.g. `npm run reconcile -- --since 25h`).
+ *
+ * appChargesWithoutGatewayCharge asks findCharge with requestId
+ * String(charge.idempotentRequestId ?? 0) = "0" for a pruned record; the Stripe
+ * adapter finds the intent and throws "has gateway key ... but belongs to
+ * request N" because "0" is not N. The whole run ends in error; nothing after
+ * that charge is reconciled.
+ */
+describe("reconciling charges whose record was pruned", () => {
+  let apiKey: string;
+  before(async () => ({ apiKey } = await newApiClient("review pruned record")));
+
+  describe("an app charge whose record was pruned", { skip: env.GATEWAY !== "stripe" && "GATEWAY=stripe only" }, () => {
+    test("does not make the reconciliation fail", { timeout: 30_000 }, async () => {
+      const key = uniqueKey("pruned");
+      const body = chargeBody({ card_token: "tok_slow_3000" }); // the intent is made at once, answered 3 s later
+      const t0 = Date.now();
+      const res = await postCharge({ apiKey, key, body });
+      assert.equal(res.status, 201, res.text);
+      await gatewayCharges(body.customer_id);
+      // Its record lived its 24 h and was pruned (the charge row stays, pointing at no record).
+      await db.$executeRawUnsafe(
+        "UPDATE idempotent_requests SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND " +
+          "WHERE id = (SELECT idempotent_request_id FROM charges WHERE id = ?)",
+        res.json.id,
+      );
+      await pruneExpired();
+      const charge = await db.charge.findUniqueOrThrow({ where: { id: res.json.id } });
+      assert.equal(charge.idempotentRequestId, null, "the record was pruned");
+      // A window that starts after the intent's second and before the app's charge.
+      const since = new Date(Math.ceil((t0 + 1) / 1000) * 1000 + 500);
+      assert.ok(since.getTime() < charge.createdAt.getTime(), "the window straddles the charge");
+      const outcome = await reconcileLedger({ since }).then(
+        (r) => `finished, ${r.findings.length} findings`,
+        (e: Error) => `failed: ${e.message}`,
+      );
+      assert.match(outcome, /^finished/);
+    });
+  });
+});
+
+/**
+ * A gateway refund landing after its operation was written off, recorded by the reconciliation (e8399d5), probed
+ * by an independent review (2026-12-05): two reconciliations at once record it once; it is recorded beside an
+ * app refund in flight only if both fit; the app's own refunds still hold to the limit afterwards.
+ */
+describe("recording a late refund, concurrently", () => {
+  let apiKey: string;
+  let clientId: number;
+  before(async () => ({ apiKey, id: clientId } = await newApiClient("late refund review")));
+
+  const since = () => new Date(Date.now() - 60_000);
+  const reconcile = () => reconcileLedger({ since: since(), until: new Date(Date.now() + 2_000) });
+  const show = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x));
+
+  const lateRefund = (chargeCents: number, amountCents: number) =>
+    lateRefundOf({ apiKey, apiClientId: clientId, chargeCents, amountCents });
+
+  describe("recording a late refund, reviewed", () => {
+    test("two reconciliations at once record it once, and neither fails", async () => {
+      const { charge, late } = await lateRefund(1_000, 400);
+      const runs = await Promise.allSettled([reconcile(), reconcile(), reconcile()]);
+      const failed = runs
+        .filter((r) => r.status === "rejected")
+        .map((r) => String((r as PromiseRejectedResult).reason));
+      assert.deepEqual(failed, [], "no reconciliation threw");
+      const money = await refundedOf(charge.id);
+      assert.deepEqual(
+        [money.refunded, money.held, money.appSum, money.appCount, money.gatewayCount],
+        [400, 0, 400, 1, 1],
+        show(money),
+      );
+      assert.equal(
+        await db.auditEvent.count({ where: { action: "ledger.late_refund_recorded", targetId: charge.id } }),
+        1,
+        "audited once",
+      );
+      const findings = runs.flatMap((r) =>
+        r.status === "fulfilled" ? r.value.findings.filter((f) => f.subject === late.id) : [],
+      );
+      // Informational: a run that lost the race may report it as not fitting (the others' UPDATE counted first).
+      if (findings.length) console.log("findings of the losing runs:", show(findings));
+      assert.deepEqual((await reconcile()).findings, [], "in order afterwards");
+    });
+
+    test("after it is recorded, the app refunds only what is left; a refund of the rest is 201", async () => {
+      const { charge } = await lateRefund(1_000, 700);
+      await reconcile();
+      assert.equal((await refundedOf(charge.id)).refunded, 700);
+      const tooMuch = await postRefund({ apiKey, key: uniqueKey(), body: { charge: charge.id, amount_cents: 301 } });
+      assert.equal(tooMuch.status, 400, tooMuch.text);
+      const rest = await postRefund({ apiKey, key: uniqueKey(), body: { charge: charge.id } });
+      assert.equal(rest.status, 201, rest.text);
+      assert.equal(rest.json.amount_cents, 300);
+      const money = await refundedOf(charge.id);
+      assert.deepEqual(
+        [money.refunded, money.appSum, money.gatewaySum, money.appCount, money.gatewayCount],
+        [1_000, 1_000, 1_000, 2, 2],
+      );
+      assert.equal((await gatewayRefunds(charge.id)).length, 2);
+      assert.deepEqual((await reconcile()).findings, []);
+    });
+
+    test("a written-off operation of another client naming this charge is not recorded against it", async () => {
+      // The record's client differs from the charge's: the join must not match (the gateway refund stays a finding).
+      const { charge, record, late } = await lateRefund(1_000, 200);
+      const other = await newApiClient("late refund other");
+      await db.idempotentRequest.update({ where: { id: record.id }, data: { apiClientId: other.id } });
+      try {
+        const result = await reconcile();
+        assert.ok(
+          result.findings.some((f) => f.subject === late.id),
+          show(result.findings),
+        );
+        assert.equal((await refundedOf(charge.id)).refunded, 0);
+      } finally {
+        await db.idempotentRequest.update({ where: { id: record.id }, data: { apiClientId: clientId } });
+      }
+      await reconcile();
+      assert.equal((await refundedOf(charge.id)).refunded, 200);
+    });
+  });
+});
+
+/**
+ * A refund request held up on its way to the gateway past its operation's write-off, end to end (review of
+ * e8399d5, 2026-12-05): the app gives up (unknown outcome), the sweeper proves no refund and gives the hold
+ * back, then the request lands. Through the simulator's protocol its deadline refuses it (nothing refunded);
+ * through Stripe's it refunds, and the reconciliation records it as the operation's refund. Either way the
+ * invariants hold: 1:1, refunded <= charged, nothing held.
+ */
+describe("a late refund from request to record", () => {
+  const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 17;
+  const GATEWAY_PORT = Number(process.env.TEST_GATEWAY_PORT);
+  const show = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x));
+
+  let apiKey: string;
+  before(async () => ({ apiKey } = await newApiClient("review late refund e2e")));
+
+  describe("a refund request that reaches the gateway after its write-off", () => {
+    test("sim: refused by its deadline; stripe: recorded by the reconciliation", { timeout: 90_000 }, async () => {
+      const charge = await newCharge(apiKey, { amount_cents: 1_000 });
+      const proxy = await delayingProxy(GATEWAY_PORT);
+      const app = await startAppInstance(PORT, { GATEWAY_URL: proxy.url, STRIPE_API_BASE: proxy.url });
+      const key = uniqueKey("late-e2e");
+      try {
+        const first = await postRefund({
+          apiKey,
+          key,
+          body: { charge, amount_cents: 400 },
+          baseUrl: `http://127.0.0.1:${PORT}`,
+        });
+        assert.ok(proxy.heldRequests() >= 1, "the refund request is held on its way");
+        console.log(`the client was told ${first.status} ${first.json?.error?.code ?? ""}`);
+        await sweepUntil("the sweeper writes the operation off", async () => {
+          const r = await recordOf(key, REFUNDS_ROUTE);
+          return r?.phase.name === "complete";
+        });
+        const written = (await recordOf(key, REFUNDS_ROUTE))!;
+        assert.equal(written.phase.name === "complete" && written.phase.finishedBy, "abandoned", show(written.phase));
+        assert.deepEqual([(await refundedOf(charge)).refunded, (await refundedOf(charge)).held], [0, 0]);
+
+        await proxy.deliver();
+        await sleep(env.GATEWAY === "stripe" ? 1_500 : 0);
+        const window = { since: new Date(Date.now() - 120_000), until: new Date(Date.now() + 2_000) };
+        const result = await reconcileLedger(window);
+        const money = await refundedOf(charge);
+        console.log(`after delivery and reconciliation: ${show(money)}; findings ${show(result.findings)}`);
+        if (env.GATEWAY === "stripe") {
+          assert.deepEqual(
+            [money.gatewayCount, money.appCount, money.refunded, money.appSum, money.gatewaySum, money.held],
+            [1, 1, 400, 400, 400, 0],
+            "Stripe has no deadline: the late refund is recorded",
+          );
+          assert.equal(
+            await db.auditEvent.count({ where: { action: "ledger.late_refund_recorded", targetId: charge } }),
+            1,
+          );
+          // Held up longer than STRIPE_SEARCH_CONSISTENCY_MS allows for: the answer is corrected to the refund, and
+          // the broken one reported for a person (the client was told no refund was made).
+          assert.deepEqual(
+            result.findings.map((f) => f.kind),
+            ["refund_after_write_off"],
+            show(result.findings),
+          );
+          const replay = await postRefund({ apiKey, key, body: { charge, amount_cents: 400 } });
+          assert.equal(replay.status, 201, replay.text);
+        } else {
+          assert.deepEqual(
+            [money.gatewayCount, money.appCount, money.refunded, money.held],
+            [0, 0, 0, 0],
+            "the simulator's deadline refused it",
+          );
+        }
+        if (env.GATEWAY !== "stripe") assert.deepEqual(result.findings, [], "the ledger is in order");
+        // The rest of the charge is still refundable, once, to the cent.
+        const rest = await postRefund({ apiKey, key: uniqueKey(), body: { charge } });
+        assert.equal(rest.status, 201, rest.text);
+        const end = await refundedOf(charge);
+        assert.deepEqual(
+          [end.refunded, end.appSum, end.gatewaySum, end.held, end.appCount === end.gatewayCount],
+          [1_000, 1_000, 1_000, 0, true],
+          show(end),
+        );
+        await waitFor("nothing held", async () => (await db.refundHold.count({ where: { chargeId: charge } })) === 0);
+      } finally {
+        await app.stop();
+        proxy.close();
+      }
+    });
   });
 });

@@ -217,6 +217,9 @@ export function testConfig(): StackConfig {
     GATEWAY_TIMEOUT_MS: "5000",
     REAP_AFTER_MS: "60000",
     DATABASE_POOL_SIZE: "10",
+    // Tests that hold a row lock on purpose outlast the app's lock waits: 20 s, not the server's 50 (every lock
+    // wait the app meets otherwise is milliseconds).
+    DATABASE_LOCK_WAIT_TIMEOUT_S: "20",
     STRIPE_SEARCH_CONSISTENCY_MS: String(TEST_SEARCH_CONSISTENCY_MS),
     // Tests reconcile when they mean to (and the run ends with one), not whenever a sweep is due.
     RECONCILE_INTERVAL_MS: "0",

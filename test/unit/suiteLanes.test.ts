@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CONNECTIONS_PER_LANE, connectionsNeeded, lanesThatFit } from "../../scripts/lib/suite/connections";
-import { LANES } from "../../scripts/lib/suite/lanes";
+import { E2E_SHARDS, LANES, NODE_SHARDS } from "../../scripts/lib/suite/lanes";
+import { filesOfShard, parseShard } from "../../scripts/lib/suite/shards";
 import { parseSlots, runOnSlots } from "../../scripts/lib/suite/schedule";
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -60,12 +61,43 @@ test("the lanes: a fault run and a node:test run per gateway, the cluster and th
   for (const gateway of ["sim", "stripe"] as const) {
     const faultRuns = LANES.filter((l) => l.gateway === gateway && l.args.includes("scripts/faults.ts"));
     assert.equal(faultRuns.length, 1, `one fault run through ${gateway}`);
-    assert.ok(LANES.some((l) => l.gateway === gateway && l.args.at(-1) === "node"));
+    const shards = LANES.filter((l) => l.gateway === gateway && l.args.includes("node"));
+    assert.deepEqual(
+      shards.map((l) => l.args.at(-1)),
+      Array.from({ length: NODE_SHARDS }, (_, i) => `--shard=${i + 1}/${NODE_SHARDS}`),
+      `every shard of the node:test files through ${gateway}, once`,
+    );
   }
   assert.ok(LANES.some((l) => l.args.includes("scripts/testCluster.ts")));
-  assert.ok(LANES.some((l) => l.args.at(-1) === "e2e"));
+  assert.deepEqual(
+    LANES.filter((l) => l.args.includes("e2e")).map((l) => l.args.at(-1)),
+    Array.from({ length: E2E_SHARDS }, (_, i) => `--shard=${i + 1}/${E2E_SHARDS}`),
+    "every shard of the browser specs, once",
+  );
   assert.ok(
     LANES.every((l) => l.args.includes("--no-build")),
     "the lanes share the suite's one build",
   );
+});
+
+test("shards: every file in exactly one, in its given order, balanced by weight, the same cut every time", () => {
+  const weights: Record<string, number> = { a: 50, b: 40, c: 30, d: 20, e: 10, f: 10 };
+  const files = Object.keys(weights);
+  const weight = (f: string) => weights[f]!;
+  const cut = (count: number) =>
+    Array.from({ length: count }, (_, i) => filesOfShard(files, { index: i + 1, count }, weight));
+  for (const count of [1, 2, 3, 4, 7]) {
+    const shards = cut(count);
+    assert.deepEqual(shards.flat().sort(), files, `${count} shards: each file once`);
+    for (const shard of shards) assert.deepEqual(shard, [...shard].sort(), "in the given order");
+    assert.deepEqual(cut(count), shards, "deterministic");
+  }
+  // Longest first to the lightest shard: 50+20+10 | 40+30+10.
+  assert.deepEqual(cut(2), [
+    ["a", "d", "e"],
+    ["b", "c", "f"],
+  ]);
+  assert.deepEqual(parseShard("--shard=2/3"), { index: 2, count: 3 });
+  for (const bad of ["--shard=0/2", "--shard=3/2", "--shard=1", "--shard=a/b"])
+    assert.throws(() => parseShard(bad), /--shard=<i>\/<n>/);
 });

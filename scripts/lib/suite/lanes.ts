@@ -16,16 +16,36 @@ export type Lane = {
   gateway: "sim" | "stripe";
 };
 
-const testRun = (filter: string) => [...SERVER_CODE_FLAGS, "scripts/test.ts", "--no-build", filter];
+/**
+ * How many shards each gateway's node:test files are cut into (shards.ts): the files wait far more than they
+ * compute, so shards on stacks of their own overlap their waits.
+ */
+export const NODE_SHARDS = 2;
+/** The browser specs, likewise (a stack and a Chromium each). */
+export const E2E_SHARDS = 2;
+
+const testRun = (...args: string[]) => [...SERVER_CODE_FLAGS, "scripts/test.ts", "--no-build", ...args];
 const faultRun = [...SERVER_CODE_FLAGS, "scripts/faults.ts", "--duration", FAULT_RUN_SECONDS, "--no-build"];
+
+/** The node:test integration files through one gateway, in NODE_SHARDS lanes (all but GATEWAY_AGNOSTIC for stripe). */
+const nodeLanes = (gateway: Lane["gateway"]): Lane[] =>
+  Array.from({ length: NODE_SHARDS }, (_, i) => ({
+    name: `node-${gateway}-${i + 1}`,
+    args: testRun("node", `--shard=${i + 1}/${NODE_SHARDS}`),
+    gateway,
+  }));
 
 export const LANES: readonly Lane[] = [
   // The node:test integration files, through the simulator's own protocol, then through the Stripe adapter
   // (all but what never reaches the gateway: scripts/test.ts GATEWAY_AGNOSTIC).
-  { name: "node-sim", args: testRun("node"), gateway: "sim" },
-  { name: "node-stripe", args: testRun("node"), gateway: "stripe" },
-  // Playwright, against a stack of its own.
-  { name: "e2e", args: testRun("e2e"), gateway: "sim" },
+  ...nodeLanes("sim"),
+  ...nodeLanes("stripe"),
+  // Playwright, against stacks of their own, the specs cut like the node:test files.
+  ...Array.from({ length: E2E_SHARDS }, (_, i) => ({
+    name: `e2e-${i + 1}`,
+    args: testRun("e2e", `--shard=${i + 1}/${E2E_SHARDS}`),
+    gateway: "sim" as const,
+  })),
   // Three Galera nodes and two app instances (test/cluster).
   { name: "cluster", args: [...SERVER_CODE_FLAGS, "scripts/testCluster.ts", "--no-build"], gateway: "sim" },
   { name: "faults-sim", args: faultRun, gateway: "sim" },

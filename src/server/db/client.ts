@@ -20,6 +20,9 @@ function createDatabase() {
     // Fail fast when the database is gone instead of queueing requests for long.
     acquireTimeout: 5_000,
     connectTimeout: 5_000,
+    ...(env.DATABASE_LOCK_WAIT_TIMEOUT_S === undefined
+      ? {}
+      : { sessionVariables: { innodb_lock_wait_timeout: env.DATABASE_LOCK_WAIT_TIMEOUT_S } }),
   };
   // One host: its pool. Several (a cluster's nodes): one pool each, used in order while they answer.
   const failover = hosts.length > 1 ? new FailoverPool(hosts.map((h) => ({ ...options, ...h }))) : undefined;
