@@ -117,9 +117,15 @@ describe("GET /api/charges?idempotency_key=K", () => {
     const stranger = await newApiClient("settle-stranger");
     assert.equal((await getOperation(key, stranger.apiKey)).status, 404, "another client's key reveals nothing");
     assert.equal((await getOperation(uniqueKey("never-sent"))).status, 404);
-    const missing = await fetch(`${APP_URL}/api/charges`, { headers: { Authorization: `Bearer ${apiKey}` } });
-    assert.equal(missing.status, 400);
-    assert.equal((await missing.json()).error.code, "invalid_idempotency_key");
+    // Without a key the same path lists the client's charges (test/lists.test.ts).
+    const list = await fetch(`${APP_URL}/api/charges`, { headers: { Authorization: `Bearer ${apiKey}` } });
+    assert.equal(list.status, 200);
+    assert.equal((await list.json()).object, "list");
+    const empty = await fetch(`${APP_URL}/api/charges?idempotency_key=`, {
+      headers: { Authorization: `Bearer ${apiKey}` },
+    });
+    assert.equal(empty.status, 400);
+    assert.equal((await empty.json()).error.code, "invalid_idempotency_key");
     assert.equal((await fetch(`${APP_URL}/api/charges?idempotency_key=x`)).status, 401);
   });
 
