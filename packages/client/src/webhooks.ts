@@ -14,21 +14,14 @@
  * id (the `webhook-id`): an event may be delivered more than once (README: the receiver recipe).
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import type { Event } from "./lists.js";
 
 export class WebhookVerificationError extends Error {
   override name = "WebhookVerificationError";
 }
 
 /** What a delivery carries: an event, as GET /api/events/{id} shows it. */
-export type WebhookEvent = {
-  id: string;
-  object: "event";
-  type: string;
-  sequence: number;
-  created_at: string;
-  data: { object: Record<string, unknown> };
-  request: { id: string | null; idempotency_key: string | null };
-};
+export type WebhookEvent = Event;
 
 const TOLERANCE_SECONDS = 5 * 60;
 
