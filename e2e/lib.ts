@@ -29,6 +29,11 @@ export async function login(page: Page, who: "support" | "engineer") {
   await page.getByLabel("Password").fill(process.env[`TEST_${who.toUpperCase()}_PASSWORD`]!);
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByTestId("whoami")).toContainText(who);
+  // Sign-in ends with a full page load, and whoami is server-rendered: wait until the request log is live (its count
+  // is the browser's own query), or a search typed next is submitted as a plain form before React takes it.
+  if (new URL(page.url()).pathname === "/admin") {
+    await expect(page.getByTestId("request-count")).toContainText(/matching requests|Too many rows/);
+  }
 }
 
 /**
