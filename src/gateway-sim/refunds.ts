@@ -13,19 +13,13 @@ import { z } from "zod";
 import { metadataOf, refundLedger, type ChargeSource, type RefundRow } from "./refundLedger";
 import { announceRefund } from "./stripe/refunds";
 import type { Announce } from "./webhooks";
+import { readBody, send, sleep } from "./http";
 
 const bodySchema = z.object({
   charge: z.string().min(1).max(40),
   amount_cents: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function send(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "Content-Type": "application/json" });
-  res.end(JSON.stringify(body));
-}
 
 const fail = (res: ServerResponse, status: number, code: string, message: string) =>
   send(res, status, { error: { code, message } });
@@ -41,12 +35,6 @@ function toWire(row: RefundRow) {
     created_at: new Date(row.created_at).toISOString(),
     metadata: metadataOf(row),
   };
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 const simCharges: ChargeSource = {

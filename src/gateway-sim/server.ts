@@ -27,6 +27,7 @@ import { noteRefusal, REFUSALS_SCHEMA, REQUEST_EXPIRED, refusalOf } from "./refu
 import { stripeApi } from "./stripe/api";
 import { ensureStripeSchema } from "./stripe/schema";
 import { WEBHOOK_ENDPOINTS_TABLE, webhooksApi } from "./webhooks";
+import { readBody, send, sleep } from "./http";
 
 const config = z
   .object({
@@ -138,11 +139,6 @@ const stripe = stripeApi(pool, {
 });
 const refunds = refundsApi(pool, webhooks.announce);
 
-function send(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "Content-Type": "application/json" });
-  res.end(JSON.stringify(body));
-}
-
 function toWire(row: Row) {
   return {
     id: row.id,
@@ -174,14 +170,6 @@ function announceCharge(row: Row) {
     row.respond_after,
   );
 }
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A locking read: a charge whose INSERT passed its deadline check but has not committed yet holds its row, and

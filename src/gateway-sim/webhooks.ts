@@ -11,11 +11,12 @@
  * Unlike Stripe, the simulator keeps its pending deliveries in memory: a delivery is lost if the simulator stops.
  * What a lost event costs is time: the app's sweeper settles the operation anyway.
  */
-import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type * as mariadb from "mariadb";
 import Stripe from "stripe";
 import { parseForm } from "./stripe/params";
+import { newId } from "./stripe/paymentIntents";
+import { readBody, send, sleep } from "./http";
 
 export const WEBHOOK_ENDPOINTS_TABLE = `CREATE TABLE IF NOT EXISTS sim_webhook_endpoints (
   id VARCHAR(32) NOT NULL PRIMARY KEY,
@@ -36,20 +37,6 @@ type Endpoint = { id: string; url: string; secret: string; enabled_events: strin
 /** Seconds between a failed delivery and the next try (Stripe's own run for days; a test simulator needs less). */
 const RETRY_AFTER_S = [1, 2, 4, 8, 15, 30, 60];
 const TIMEOUT_MS = 10_000;
-
-const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString("hex")}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function send(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "Content-Type": "application/json" });
-  res.end(JSON.stringify(body));
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
 
 const eventsOf = (e: Endpoint): string[] =>
   typeof e.enabled_events === "string" ? (JSON.parse(e.enabled_events) as string[]) : e.enabled_events;

@@ -38,6 +38,7 @@ import { intentJson, intentStore, newId, type PaymentError } from "./paymentInte
 import { isRefundPath, stripeRefunds } from "./refunds";
 import { parseSearchQuery } from "./searchQuery";
 import type { Announce } from "../webhooks";
+import { readBody, sleep } from "../http";
 
 export type StripeApiConfig = {
   /** How long a new intent stays invisible to search (Stripe: "under a minute", longer during an outage). */
@@ -54,14 +55,6 @@ const errorAnswer = (error: StripeHttpError): Answer => ({
   status: error.status,
   body: JSON.stringify({ error: error.body }),
 });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
 function authenticate(req: IncomingMessage) {
   const header = req.headers.authorization;
   if (!header) throw authenticationRequired();

@@ -10,6 +10,7 @@ import { metadataOf, refundLedger, type ChargeSource, type RefundRow } from "../
 import { apiError, invalidRequest, resourceMissing, StripeHttpError } from "./errors";
 import { createRefundParams, refundListParams, type Params } from "./params";
 import type { Announce } from "../webhooks";
+import { sleep } from "../http";
 
 type Answer = { status: number; body: string };
 
@@ -44,7 +45,6 @@ const intents: ChargeSource = {
   },
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ok = (body: unknown): Answer => ({ status: 200, body: JSON.stringify(body) });
 
 export function stripeRefunds(pool: mariadb.Pool, announce: Announce) {
