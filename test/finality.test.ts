@@ -11,7 +11,6 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { gateway } from "~/server/gateway";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import {
@@ -22,25 +21,19 @@ import {
   postTo,
   recordOf,
   refundedOf,
-  startAppInstance,
   uniqueKey,
   type ApiResponse,
 } from "./helpers";
+import { BOUND_MS, startShortTimingsApp, TIMINGS } from "./shortTimings";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 9;
 const URL = `http://127.0.0.1:${PORT}`;
-const TIMINGS = { REAP_AFTER_MS: 4_000, GATEWAY_TIMEOUT_MS: 1_500, LEASE_MARGIN_MS: 500 };
-/** The issue's bound, from the first attempt; through Stripe, plus its late-landing window. */
-const BOUND_MS = TIMINGS.REAP_AFTER_MS + TIMINGS.GATEWAY_TIMEOUT_MS + gateway.lateLandingMs + 10_000;
 
 let apiKey: string;
-let app: Awaited<ReturnType<typeof startAppInstance>>;
+let app: Awaited<ReturnType<typeof startShortTimingsApp>>;
 before(async () => {
   ({ apiKey } = await newApiClient("finality"));
-  app = await startAppInstance(
-    PORT,
-    Object.fromEntries(Object.entries(TIMINGS).map(([name, ms]) => [name, String(ms)])),
-  );
+  app = await startShortTimingsApp(PORT);
 });
 after(async () => {
   await app?.stop();

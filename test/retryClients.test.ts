@@ -14,28 +14,22 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
-import { gateway } from "~/server/gateway";
 import * as axiosRecipe from "../docs/recipes/axiosRetry";
 import * as kyRecipe from "../docs/recipes/ky";
 import * as sdkRecipe from "../docs/recipes/sdk";
-import { chargeBody, closeConnections, gatewayCharges, newApiClient, startAppInstance } from "./helpers";
+import { chargeBody, closeConnections, gatewayCharges, newApiClient } from "./helpers";
+import { BOUND_MS, startShortTimingsApp } from "./shortTimings";
 
 const PORT = Number(process.env.TEST_APP_PORT ?? 3100) + 14;
 const URL = `http://127.0.0.1:${PORT}`;
-const TIMINGS = { REAP_AFTER_MS: 4_000, GATEWAY_TIMEOUT_MS: 1_500, LEASE_MARGIN_MS: 500 };
-/** The finality bound from the first attempt; through Stripe, plus its late-landing window. */
-const BOUND_MS = TIMINGS.REAP_AFTER_MS + TIMINGS.GATEWAY_TIMEOUT_MS + gateway.lateLandingMs + 10_000;
 /** The client's per-attempt timeout on the slow card: well below the card's 1 s. */
 const SHORT_TIMEOUT_MS = 300;
 
 let apiKey: string;
-let app: Awaited<ReturnType<typeof startAppInstance>>;
+let app: Awaited<ReturnType<typeof startShortTimingsApp>>;
 before(async () => {
   ({ apiKey } = await newApiClient("retry clients"));
-  app = await startAppInstance(
-    PORT,
-    Object.fromEntries(Object.entries(TIMINGS).map(([name, ms]) => [name, String(ms)])),
-  );
+  app = await startShortTimingsApp(PORT);
 });
 after(async () => {
   await app?.stop();
