@@ -4,7 +4,8 @@
  *   same run (interleaved slices): the event and its delivery row are written in the charge's own transaction,
  *   and the dispatcher posts meanwhile on the same machine. Target: >= 0.9x.
  * - Delivery lag, from the event's commit to the receiver's 2xx, of every event of that load. Target: p99 <= 1 s.
- * The receiver is a node:http server on loopback answering 200 at once; one dispatcher, as npm start runs it.
+ * The receiver is a node:http server on loopback answering 200 at once; one dispatcher with the defaults, as npm
+ * start runs it (WEBHOOK_CONCURRENCY 100, WEBHOOK_POLL_INTERVAL_MS 250).
  */
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
@@ -13,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import { startDispatcher } from "../scripts/lib/processes";
 import { chargeRequest, fmt, interleaved, interleavedRow, startBenchStack, table } from "./lib";
 
-const stack = await startBenchStack({ WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_POLL_INTERVAL_MS: "100" });
+const stack = await startBenchStack({ WEBHOOK_ALLOW_PRIVATE_URLS: "true" });
 const dispatcher = startDispatcher(process.env as Record<string, string>, { quiet: true });
 const receivedAt = new Map<string, number>();
 const receiver = http.createServer((req, res) => {

@@ -222,7 +222,7 @@ const schema = z
     /** How often a webhook dispatcher looks for due deliveries (src/server/webhooks/dispatcher.ts). */
     WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).default(250),
     /** Deliveries one dispatcher posts at once. */
-    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
+    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(100),
     /** How long one POST to an endpoint may take before the attempt counts as failed. */
     WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
     /** The first retry's wait; each next one doubles (jittered), up to WEBHOOK_RETRY_MAX_MS. */

@@ -12,6 +12,7 @@ import { env } from "~/env";
 import { cliContext } from "~/server/audit/audit";
 import { reapAbandoned } from "~/server/sweep/reapAbandoned";
 import { sendAgain, sendTestEvent } from "~/server/webhooks/deliveries";
+import { deliver } from "~/server/webhooks/dispatcher";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
 import { SERVER_CODE_FLAGS, startDispatcher } from "../scripts/lib/processes";
@@ -366,6 +367,49 @@ describe("deliveries", () => {
     });
     assert.deepEqual([delivery.state, delivery.attempts], ["delivered", 2]);
     void postCharge;
+  });
+
+  test("a dispatcher that stalled past its lease writes nothing: the later attempt's result stands", async () => {
+    const { client, receiver, endpoint } = await subscribed("stalled", ["charge.succeeded"]);
+    // A delivery claimed twice: attempt 1's lease ended and attempt 2 holds the row (leased an hour ahead, so the
+    // stack's own dispatcher leaves it alone). Both dispatchers post; only attempt 2's result may be written.
+    const eventId = `evt_stall${uniqueKey().slice(-12)}`;
+    const lease = (msAhead: number) => new Date(Date.now() + msAhead).toISOString().slice(0, 23).replace("T", " ");
+    const [firstLease, secondLease] = [lease(-60_000), lease(3_600_000)];
+    await db.$transaction([
+      db.$executeRawUnsafe(
+        `INSERT INTO events (id, api_client_id, type, data, created_at)
+         VALUES (?, ?, 'charge.succeeded', '{"id":"ch_stall","object":"charge"}', UTC_TIMESTAMP(3))`,
+        eventId,
+        client.id,
+      ),
+      db.$executeRawUnsafe(
+        `INSERT INTO webhook_deliveries (event_id, endpoint_id, api_client_id, attempts, next_attempt_at, created_at)
+         VALUES (?, ?, ?, 2, ?, UTC_TIMESTAMP(3))`,
+        eventId,
+        endpoint.id,
+        client.id,
+        secondLease,
+      ),
+    ]);
+    const { id } = await db.webhookDelivery.findFirstOrThrow({ where: { eventId } });
+    await deliver({ id, attempts: 1, leaseEnd: firstLease }, { id: 999_999_999n, attempts: 1, leaseEnd: firstLease });
+    assert.equal(receiver.received.length, 1, "the stalled attempt still posts (at least once)");
+    const untouched = await db.webhookDelivery.findUniqueOrThrow({ where: { id } });
+    assert.deepEqual([untouched.state, untouched.attempts, untouched.lastStatus], ["pending", 2, null]);
+    await deliver({ id, attempts: 2, leaseEnd: secondLease });
+    const done = await db.webhookDelivery.findUniqueOrThrow({ where: { id } });
+    assert.deepEqual([done.state, done.lastStatus], ["delivered", 200]);
+    const attempts = await db.webhookAttempt.findMany({ where: { deliveryId: id }, orderBy: { attempt: "asc" } });
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.status]),
+      [
+        [1, 200],
+        [2, 200],
+      ],
+      "every attempt is recorded, the fenced-out one too",
+    );
+    assert.equal((await receiver.processed()).length, 1, "processed once");
   });
 });
 
