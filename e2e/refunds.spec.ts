@@ -56,10 +56,20 @@ test("support refunds a keyless double charge once, despite a double click and a
   const refunds = page.getByTestId("refunds");
   await expect(refunds).toContainText("No refund yet.");
 
-  // A second tab showing the same charge, as a colleague (or the same person) would have open.
+  // A second tab showing the same charge, as a colleague (or the same person) would have open, its refund dialog
+  // open too: both read the charge unrefunded, so both confirms are the same intention.
   const other = await browser.newPage({ storageState: await page.context().storageState() });
   await other.goto(`/admin/charges/${second.id}`);
-  await expect(other.getByTestId("refund-button")).toBeVisible();
+  // A third tab, loaded now and opened only after the refund: its dialog reads the charge again.
+  const late = await browser.newPage({ storageState: await page.context().storageState() });
+  await late.goto(`/admin/charges/${second.id}`);
+  await expect(late.getByTestId("refund-button")).toBeVisible();
+  await other.getByTestId("refund-button").click();
+  const otherDialog = other.getByRole("dialog");
+  await expect(otherDialog).toContainText("25.00 USD");
+  await otherDialog.getByRole("combobox", { name: "Reason" }).selectOption("duplicate");
+  await otherDialog.getByLabel(/^Note/).fill("Refunding the double charge");
+  await expect(otherDialog.getByRole("button", { name: "Refund 25.00 USD" })).toBeEnabled();
 
   await refunds.getByTestId("refund-button").click();
   const dialog = page.getByRole("dialog");
@@ -74,17 +84,22 @@ test("support refunds a keyless double charge once, despite a double click and a
   await expect(refunds.getByTestId("refund-list").locator(":scope > li")).toHaveCount(1);
   await expect(refunds).toContainText("refunded");
 
-  // The other tab still shows the charge unrefunded: the same intention there is the same operation.
-  await other.getByTestId("refund-button").click();
-  const otherDialog = other.getByRole("dialog");
-  await otherDialog.getByRole("combobox", { name: "Reason" }).selectOption("duplicate");
-  await otherDialog.getByLabel(/^Note/).fill("Refunding the double charge");
+  // The other tab confirms what it read: the same operation, made already.
   await otherDialog.getByRole("button", { name: "Refund 25.00 USD" }).click();
   await expect(otherDialog).toBeHidden();
   // It was done already: said so, and the second note is kept with the refund.
   await expect(other.getByTestId("refund-outcome")).toContainText("Already done");
   await expect(other.getByTestId("refund-list").locator(":scope > li")).toHaveCount(1);
   await expect(other.getByTestId("refund-notes")).toContainText("Refunding the double charge");
+
+  // The late tab's page still says unrefunded; its dialog says what is true, and offers nothing to confirm.
+  await late.getByTestId("refund-button").click();
+  const lateDialog = late.getByRole("dialog");
+  await expect(lateDialog).toContainText("25.00 USD was refunded already.");
+  await lateDialog.getByRole("combobox", { name: "Reason" }).selectOption("duplicate");
+  await lateDialog.getByLabel(/^Note/).fill("Refunding it again?");
+  await expect(lateDialog.getByRole("button", { name: /^Refund/ })).toBeDisabled();
+  await late.close();
 
   const shown = await (await request.get(`/api/charges/${second.id}`, { headers: auth })).json();
   expect(shown.amount_refunded_cents).toBe(2500);

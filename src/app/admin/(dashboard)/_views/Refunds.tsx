@@ -155,6 +155,9 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
   // Read once first opened, and kept read: the outcome of a refund is said from it.
   const [wanted, setWanted] = useState(false);
   const [open, setOpen] = useState(false);
+  // Read again at every opening, and confirmable only once that read is in: the page's copy may be older than a
+  // refund made in another tab, and a confirm must say what the person saw.
+  const [openedAt, setOpenedAt] = useState(0);
   const query = useQuery({ ...trpc.refunds.ofCharge.queryOptions({ chargeId }), enabled: wanted });
   const [reason, setReason] = useState<Reason | "">("");
   const [amount, setAmount] = useState("");
@@ -201,6 +204,8 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
             setOpen(next);
             if (next) {
               setWanted(true);
+              setOpenedAt(Date.now());
+              void query.refetch();
               create.reset();
               setReason("");
               setBothHalves(false);
@@ -209,7 +214,15 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
           title={`Refund charge ${chargeId}`}
           confirmLabel={`Refund ${money(partial ?? left)}`}
           pending={create.isPending}
-          ready={charge !== undefined && charge !== null && reason !== "" && (overridden.length === 0 || bothHalves)}
+          ready={
+            charge !== undefined &&
+            charge !== null &&
+            query.dataUpdatedAt >= openedAt &&
+            !query.isFetching &&
+            (partial !== undefined || left > 0) &&
+            reason !== "" &&
+            (overridden.length === 0 || bothHalves)
+          }
           reasonLabel={
             overridden.length > 0
               ? "Why refund both charges? (kept with the refund, for support)"
