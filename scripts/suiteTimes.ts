@@ -1,8 +1,8 @@
 /**
  * `npm run test:times`: after a whole `npm test`, prints each test file's measured wall time per gateway (from
- * the node lanes' .data/test-lanes/node-<gateway>-<i>.times.jsonl) and rewrites the table the shards are balanced
- * by (scripts/lib/suite/fileSeconds.ts) with them. Files a run did not measure (the browser specs, files of a lane
- * that failed early) keep their seconds.
+ * the node lanes' .data/test-lanes/node-<gateway>-<i>.times.jsonl, and the browser specs' from the e2e lanes'
+ * Playwright lines) and rewrites the table the shards are balanced by (scripts/lib/suite/fileSeconds.ts) with them.
+ * Files a run did not measure (files of a lane that failed early) keep their seconds.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -24,6 +24,17 @@ for (const log of existsSync(LOGS) ? readdirSync(LOGS) : []) {
     measured.set(file, entry);
   }
 }
+/** A Playwright list-reporter line: "✓  12 e2e/x.spec.ts:40:1 › what it does (2.4m)" (also s, ms). */
+const SPEC_LINE = /\s(e2e\/[\w.-]+\.spec\.ts):\d+:\d+ .*\(([\d.]+)(ms|s|m)\)\s*$/;
+const UNIT_SECONDS = { ms: 0.001, s: 1, m: 60 } as const;
+const specSeconds = new Map<string, number>();
+for (const log of existsSync(LOGS) ? readdirSync(LOGS).filter((f) => /^e2e-\d+\.log$/.test(f)) : []) {
+  for (const line of readFileSync(path.join(LOGS, log), "utf8").split("\n")) {
+    const m = SPEC_LINE.exec(line);
+    if (m) specSeconds.set(m[1]!, (specSeconds.get(m[1]!) ?? 0) + Number(m[2]) * UNIT_SECONDS[m[3] as "s"]);
+  }
+}
+for (const [file, seconds] of specSeconds) measured.set(file, [Math.max(1, Math.round(seconds)), 0]);
 if (measured.size === 0) throw new Error(`no node lane times in ${path.relative(root, LOGS)}: run npm test first`);
 
 const table = { ...FILE_SECONDS };

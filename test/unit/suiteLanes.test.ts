@@ -64,7 +64,7 @@ test("the lanes: a fault run and a node:test run per gateway, the cluster and th
     const shards = LANES.filter((l) => l.gateway === gateway && l.args.includes("node"));
     assert.deepEqual(
       shards.map((l) => l.args.at(-1)),
-      Array.from({ length: NODE_SHARDS }, (_, i) => `--shard=${i + 1}/${NODE_SHARDS}`),
+      Array.from({ length: NODE_SHARDS[gateway] }, (_, i) => `--shard=${i + 1}/${NODE_SHARDS[gateway]}`),
       `every shard of the node:test files through ${gateway}, once`,
     );
   }
