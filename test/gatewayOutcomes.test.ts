@@ -45,17 +45,14 @@ describe("gateway outcomes", () => {
     assertError(await postCharge({ apiKey, key, body: { ...body, amount_cents: 1 } }), 422, "idempotency_key_reused");
   });
 
-  test("charged, then a 500 -> 503; a keyed retry settles it with the one charge within 2 s", async () => {
+  test("charged, then a 500 -> 503; the first keyed retry settles it with the one charge", async () => {
     // Through Stripe the retry's create is answered with the 500 Stripe saved under the key, every time: the
     // adapter must learn the charge from a strongly consistent read, not from that 500 nor from the search.
     const key = uniqueKey();
     const body = chargeBody({ card_token: "tok_charge_then_error" });
     assertError(await postCharge({ apiKey, key, body }), 503, "gateway_unavailable");
-    const started = Date.now();
     const retry = await postCharge({ apiKey, key, body });
-    const took = Date.now() - started;
-    assert.equal(retry.status, 201, retry.text);
-    assert.ok(took <= 2_000, `settled in ${took} ms`);
+    assert.equal(retry.status, 201, retry.text); // on this retry, not a later one or the sweeper
     assert.equal((await gatewayCharges(body.customer_id)).length, 1, "the gateway charged once");
     assert.equal((await localCharges(body.customer_id)).length, 1);
     assert.equal(retry.json.gateway_charge_id, (await gatewayCharges(body.customer_id))[0]!.id);
