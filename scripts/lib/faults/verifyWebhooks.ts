@@ -32,6 +32,12 @@ export async function verifyWebhooks(endpoints: RunEndpoint[]) {
     select: { id: true, type: true, apiClientId: true, objectId: true, chargeId: true, requestId: true, data: true },
   });
   const clients = (await db.apiClient.findMany({ orderBy: { id: "asc" }, select: { id: true } })).map((c) => c.id);
+  // First what explains many of the per-event violations below.
+  for (const e of await db.webhookEndpoint.findMany({ where: { enabled: false } }))
+    violations.push(`endpoint ${e.id} was disabled: ${e.disabledReason}`);
+  const received = endpoints.flatMap((e) => e.receiver.received);
+  const badSignatures = received.filter((r) => r.badSignature).length;
+  if (badSignatures > 0) violations.push(`${badSignatures} deliveries did not verify (bad signature)`);
 
   // Every (event, subscribed endpoint): a delivery, delivered; processed once by that endpoint's receiver.
   const deliveries = await db.webhookDelivery.findMany({ select: { eventId: true, endpointId: true, state: true } });
@@ -44,7 +50,7 @@ export async function verifyWebhooks(endpoints: RunEndpoint[]) {
   for (const endpoint of endpoints) {
     const processed = new Map<string, number>();
     for (const p of await endpoint.receiver.processed()) processed.set(p.eventId, (processed.get(p.eventId) ?? 0) + 1);
-    const received = new Set(endpoint.receiver.received.filter((r) => r.verified).map((r) => r.id));
+    const verified = new Set(endpoint.receiver.received.filter((r) => r.verified).map((r) => r.id));
     const mine = events.filter((e) => e.apiClientId === clients[endpoint.client] && subscribes(endpoint, e.type));
     for (const event of mine) {
       expected += 1;
@@ -56,8 +62,10 @@ export async function verifyWebhooks(endpoints: RunEndpoint[]) {
       else if (delivery.state !== "delivered") violations.push(`${what}: its delivery is ${delivery.state}`);
       const times = processed.get(event.id) ?? 0;
       if (times === 1) processedOnce += 1;
-      else violations.push(`${what}: processed ${times} times by its receiver`);
-      if (!received.has(event.id)) violations.push(`${what}: never received with a good signature`);
+      else {
+        const got = verified.has(event.id) ? "received with a good signature" : "never received with a good one";
+        violations.push(`${what}: processed ${times} times by its receiver (${got})`);
+      }
       processed.delete(event.id);
     }
     for (const [eventId, times] of processed)
@@ -66,12 +74,6 @@ export async function verifyWebhooks(endpoints: RunEndpoint[]) {
   for (const d of deliveries)
     if (!expectedPairs.has(`${d.eventId} ${d.endpointId}`))
       violations.push(`delivery of event ${d.eventId} to endpoint ${d.endpointId}: not subscribed, made anyway`);
-  for (const e of await db.webhookEndpoint.findMany({ where: { enabled: false } }))
-    violations.push(`endpoint ${e.id} was disabled: ${e.disabledReason}`);
-
-  const received = endpoints.flatMap((e) => e.receiver.received);
-  const badSignatures = received.filter((r) => r.badSignature).length;
-  if (badSignatures > 0) violations.push(`${badSignatures} deliveries did not verify (bad signature)`);
 
   const money = await moneyRowsWithEvents(events, violations);
   const attempts = await db.webhookAttempt.count();
