@@ -14,7 +14,7 @@ import { hashApiKey } from "~/server/auth/apiKeyHash";
 import { adminDatabaseUrl, gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
 import { createDatabase, PrivateMariaDb } from "../mariadbServer";
 import { applyMigrations } from "../migrate";
-import { startApp, startDispatcher, startGateway, startSweeper, type Service } from "../processes";
+import { startApp, startDispatcher, startGateway, startSweeper, stopChild, type Service } from "../processes";
 
 export const RUN_TIMINGS = {
   GATEWAY_TIMEOUT_MS: "1500",
@@ -154,7 +154,8 @@ export async function startFaultStack() {
     },
     /** SIGKILL every webhook dispatcher, and start `count` again after `downMs` (two: both claim at once). */
     async crashDispatchers(downMs: number, count: number) {
-      for (const d of dispatchers) d.child.kill("SIGKILL");
+      // Waited for: each is gone before the next start (processes.ts: one process each, so SIGKILL reaches it).
+      await Promise.all(dispatchers.map((d) => stopChild(d.child, "SIGKILL")));
       await new Promise((r) => setTimeout(r, downMs));
       dispatchers = startDispatchers(count);
     },
