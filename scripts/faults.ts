@@ -11,17 +11,24 @@
  * simulated gateway, a private MariaDB) while faults strike: app instances
  * SIGKILLed and restarted, MariaDB killed and restarted, deadlocks forced on
  * completions, keys expiring mid-flight, extra sweeps and prunes at once,
- * some of the gateway's money inserts stalled past the sweeper's write-off.
+ * some of the gateway's money inserts stalled past the sweeper's write-off;
+ * and webhooks: three endpoints of the two clients post to receivers that
+ * answer 500, drop connections, answer slowly (some past the dispatcher's
+ * timeout) and go away for a while, while the dispatchers are SIGKILLed and
+ * restarted (sometimes two at once).
  * Then a final sweep, the ledger reconciliation (which heals late charges)
  * and the invariants (and the refunds' own: scripts/lib/faults/verifyRefunds.ts);
  * every answer a client saw must agree with the ledger, and every stored
- * "no money moved" with the gateway (noMoneyAnswers.ts). Prints the seed;
- * exits 1 on any violation. `npm test` runs a short one.
+ * "no money moved" with the gateway (noMoneyAnswers.ts). Then the receivers
+ * heal, the deliveries drain, and every event must have reached every
+ * subscribed endpoint, processed once, signed rightly (verifyWebhooks.ts).
+ * Prints the seed; exits 1 on any violation. `npm test` runs a short one.
  */
 import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { loadDotEnv } from "./lib/config";
 import { makePlan } from "./lib/faults/plan";
+import { startWebhookReceivers, type WebhookReceivers } from "./lib/faults/receivers";
 import { executePlan } from "./lib/faults/run";
 import { sweepUntilNothingInProgress } from "./lib/closingSweeps";
 import { startFaultStack } from "./lib/faults/stack";
@@ -59,11 +66,14 @@ if (!values["no-build"]) {
 }
 const stack = await startFaultStack();
 let exitCode = 1;
+let receivers: WebhookReceivers | undefined;
 try {
   // This process reads the run's database and gateway (final sweep, reconciliation, checks).
   Object.assign(process.env, stack.env);
   const since = new Date(Date.now() - 1_000);
-  const result = await executePlan(plan, stack, `f${seed}-${randomUUID().slice(0, 6)}`);
+  const runId = `f${seed}-${randomUUID().slice(0, 6)}`;
+  receivers = await startWebhookReceivers(plan, stack, runId);
+  const result = await executePlan(plan, stack, runId, receivers);
 
   // The end of the run: no more faults. Finish everything left, as soon as nothing can still land.
   await stack.stopSweeper();
@@ -72,6 +82,16 @@ try {
   const { verifyRun } = await import("./lib/faults/verify");
   const { describeCounts } = await import("~/server/ledger/reconcile");
   const verdict = await verifyRun(result.observations, since, result.requiredWindows, result.outages);
+
+  // The reconciliation above may have written events too. Heal: receivers listening and answering, a dispatcher
+  // running; then every delivery must end delivered (a drain on a loaded machine can take a while: polled).
+  await receivers.heal();
+  if (stack.dispatcherCount() === 0) await stack.crashDispatchers(0, 1);
+  const { waitForDeliveries, verifyWebhooks } = await import("./lib/faults/verifyWebhooks");
+  const pending = await waitForDeliveries(180_000);
+  await receivers.close();
+  const hooks = await verifyWebhooks(receivers.endpoints);
+  verdict.violations.push(...hooks.violations);
 
   const byStatus: Record<string, number> = {};
   const byKind: Record<string, number> = {};
@@ -105,12 +125,25 @@ try {
     `stored "no money moved" answers checked against the gateway: ${charges} charges, ${refunds} refunds ` +
       `(late charges healed by the ledger: ${healed})`,
   );
+  console.log(
+    `webhooks: ${hooks.events} events ${JSON.stringify(hooks.byType)}; ${hooks.expected} (event, subscribed ` +
+      `endpoint) pairs over ${receivers.endpoints.length} endpoints, processed exactly once: ${hooks.processedOnce}; ` +
+      `deliveries ${JSON.stringify(hooks.deliveryStates)} (pending after the drain: ${pending}), attempts ` +
+      `${hooks.attempts}`,
+  );
+  console.log(
+    `receivers: ${hooks.received} requests (${JSON.stringify(receivers.dealt)} while faulty), duplicates ` +
+      `deduplicated ${hooks.duplicates}, bad signatures ${hooks.badSignatures}; events found for ${hooks.charges} ` +
+      `charges, ${hooks.refunds} refunds, ${hooks.finishedOperations} finished operations`,
+  );
   console.log(`violations: ${verdict.violations.length}`);
   for (const v of verdict.violations.slice(0, 50)) console.log(`  ${v}`);
   if (verdict.violations.length > 0) console.log(`logs of the run's services: ${stack.logs}`);
   exitCode = verdict.violations.length === 0 ? 0 : 1;
   await disconnectDatabase();
 } finally {
+  await receivers?.close();
+  await receivers?.closeDatabase();
   await stack.stop();
 }
 process.exit(exitCode);

@@ -29,7 +29,7 @@ import {
   uniqueKey,
   waitFor,
 } from "./helpers";
-import { type Behaviour, closeReceiverDatabase, type Receiver, startReceiver } from "./webhookReceiver";
+import { type Behaviour, closeReceiverDatabase, type Receiver, startReceiver } from "../scripts/lib/webhookReceiver";
 
 const receivers: Receiver[] = [];
 after(async () => {

@@ -171,7 +171,8 @@ if (!Number.isInteger(testSlot) || testSlot < 0 || testSlot > 9) throw new Error
  * the client's: never at once, the node tests run before the browser's), 10-11 (fault run),
  * 12-13 (cluster test), 14 (SDK, retry clients), 15-17 (benchmarks: app, floor server, app without idempotency),
  * 18-19 (the soak benchmark's two app instances);
- * gateway band 0, 2, 10, 12 (cluster), 15 (benchmarks), 18 (the soak benchmark);
+ * gateway band 0, 2, 10, 12 (cluster), 15 (benchmarks), 18 (the soak benchmark), 11, 13, 14 (the fault run's
+ * webhook receivers);
  * cluster band 0-11 (three Galera nodes: SQL, group, IST and SST ports).
  */
 export const slotPort = {

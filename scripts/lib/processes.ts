@@ -128,34 +128,27 @@ export async function startApp(opts: { port: number; env: Env } & Output): Promi
  */
 export const SERVER_CODE_FLAGS = ["--conditions=react-server"];
 
-export function startSweeper(env: Env, output: Output = {}): Service {
-  const child = spawn(bin("tsx"), [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts"], {
+/**
+ * A server script (a worker) as ONE process: node with tsx's loader, not tsx's CLI, which runs the script in a child
+ * of its own. A SIGKILL (a fault, or stopChild's last resort) is not relayed to that child: it went on as an orphan,
+ * still working on the database (a fault run's "killed" dispatchers all kept posting, one with another run's
+ * settings).
+ */
+function startServerScript(name: string, script: string, env: Env, output: Output): Service {
+  const child = spawn(process.execPath, ["--import", "tsx", ...SERVER_CODE_FLAGS, script], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: stdio(output),
   });
-  return {
-    name: "sweeper",
-    url: "",
-    child,
-    stop: () => stopChild(child),
-  };
+  return { name, url: "", child, stop: () => stopChild(child) };
 }
 
+export const startSweeper = (env: Env, output: Output = {}) =>
+  startServerScript("sweeper", "src/worker/sweeper.ts", env, output);
+
 /** The webhook dispatcher (src/worker/dispatcher.ts): posts due deliveries; any number may run. */
-export function startDispatcher(env: Env, output: Output = {}): Service {
-  const child = spawn(bin("tsx"), [...SERVER_CODE_FLAGS, "src/worker/dispatcher.ts"], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: stdio(output),
-  });
-  return {
-    name: "dispatcher",
-    url: "",
-    child,
-    stop: () => stopChild(child),
-  };
-}
+export const startDispatcher = (env: Env, output: Output = {}) =>
+  startServerScript("dispatcher", "src/worker/dispatcher.ts", env, output);
 
 /** Runs a command to completion, inheriting output; rejects on a non-zero exit. */
 export function run(command: string, args: string[], env: Env = {}): Promise<void> {

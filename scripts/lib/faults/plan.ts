@@ -1,8 +1,9 @@
 /**
  * The plan of a randomized fault run, generated from one seed with fast-check:
  * which operations the clients send, how the gateway behaves for each, and
- * which faults strike when. The same seed gives the same plan (`--seed`
- * replays a failure); timing on a shared machine varies, the plan does not.
+ * which faults strike when, and how the webhook receivers misbehave. The same
+ * seed gives the same plan (`--seed` replays a failure); timing on a shared
+ * machine varies, the plan does not.
  */
 import fc from "fast-check";
 
@@ -94,10 +95,27 @@ export type FaultKind =
    * Some of the gateway's money inserts held (gap locks in its tables) past the sweeper's write-off, then let go
    * (stallStorage.ts).
    */
-  | "stall_storage";
+  | "stall_storage"
+  /** Every webhook receiver stops listening (its port refuses connections) for a while, then listens again. */
+  | "receiver_away"
+  /** Every webhook dispatcher SIGKILLed (mid-POST or not); after a while `count` (1 or 2) start again. */
+  | "kill_dispatcher";
 export type PlannedFault = { at: number; kind: FaultKind; instance: 0 | 1; downMs: number; count: number };
 
-export type Plan = { seed: number; operations: PlannedOperation[]; faults: PlannedFault[] };
+/**
+ * What a webhook receiver does with one request (its n-th takes the n-th fate, cycling): answer at once, 500,
+ * destroy the socket without an answer, answer after `slowMs` (within the dispatcher's timeout), or answer after
+ * the timeout plus `slowMs` (the dispatcher has given up; the receiver processes it all the same).
+ */
+export type ReceiverFate = { kind: "ok" | "fail" | "drop" | "slow" | "past_timeout"; slowMs: number };
+
+export type Plan = {
+  seed: number;
+  operations: PlannedOperation[];
+  faults: PlannedFault[];
+  /** One sequence of fates per webhook receiver. */
+  receiverFates: ReceiverFate[][];
+};
 
 /**
  * `simProtocol`: the simulator's own protocol, which alone can carry a charge out late on purpose (`late`: held
@@ -179,9 +197,36 @@ const stall = fc.record({
   gapMs: fc.integer({ min: 12_000, max: 22_000 }),
 });
 
+/** Webhook faults come on a cadence of their own too: the other faults' plans stay what they were per seed. */
+const webhookFault = fc.record({
+  kind: fc.constantFrom<FaultKind>("receiver_away", "kill_dispatcher", "kill_dispatcher"),
+  downMs: fc.integer({ min: 300, max: 2_500 }),
+  count: fc.constantFrom(1, 1, 2),
+  gapMs: fc.integer({ min: 6_000, max: 14_000 }),
+});
+
+/** Mostly answered at once; about 1 in 3 requests misbehave. */
+const receiverFate = fc.record({
+  kind: fc.constantFrom<ReceiverFate["kind"]>(
+    ...(Array(13).fill("ok") as "ok"[]),
+    "fail",
+    "fail",
+    "fail",
+    "drop",
+    "drop",
+    "slow",
+    "past_timeout",
+  ),
+  slowMs: fc.integer({ min: 50, max: 800 }),
+});
+
+/** How many webhook receivers a run has (scripts/lib/faults/receivers.ts), and how many fates each cycles through. */
+export const RECEIVERS = 3;
+const FATES = 2_000;
+
 /**
- * `rate` operations a second for `durationMs`, with a fault every 4-12 s and a storage stall every 12-22 s (none
- * in the first and last 5 s).
+ * `rate` operations a second for `durationMs`, with a fault every 4-12 s, a storage stall every 12-22 s and a
+ * webhook fault every 6-14 s (none in the first and last 5 s).
  */
 export function makePlan(
   seed: number,
@@ -235,6 +280,23 @@ export function makePlan(
     faults.push({ kind: "stall_storage", at: t, instance: 0, downMs, count: 1 });
     t += gapMs;
   }
+  const [webhookDraws] = fc.sample(fc.array(webhookFault, { minLength: 1_000, maxLength: 1_000 }), {
+    seed: seed + 3,
+    numRuns: 1,
+  });
+  for (let t = 6_000, i = 0; i < webhookDraws!.length; i++) {
+    const { gapMs, ...f } = webhookDraws![i]!;
+    if (t > durationMs - 5_000) break;
+    faults.push({ ...f, at: t, instance: 0 });
+    t += gapMs;
+  }
   faults.sort((a, b) => a.at - b.at);
-  return { seed, operations, faults };
+  const [receiverFates] = fc.sample(
+    fc.array(fc.array(receiverFate, { minLength: FATES, maxLength: FATES }), {
+      minLength: RECEIVERS,
+      maxLength: RECEIVERS,
+    }),
+    { seed: seed + 4, numRuns: 1 },
+  );
+  return { seed, operations, faults, receiverFates: receiverFates! };
 }

@@ -10,6 +10,7 @@ import { RefundOperations, type RefundBody } from "./refunds";
 import { postOnce } from "./postOnce";
 import { RUN_TIMINGS, type FaultStack } from "./stack";
 import type { Outage } from "./finalInTime";
+import type { WebhookReceivers } from "./receivers";
 import { RequiredWindows } from "./requiredWindows";
 import { stallHoldMs, stallStorage, type StallStats } from "./stallStorage";
 
@@ -62,7 +63,7 @@ export type FreshCharge = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function executePlan(plan: Plan, stack: FaultStack, runId: string) {
+export async function executePlan(plan: Plan, stack: FaultStack, runId: string, receivers: WebhookReceivers) {
   const started = Date.now();
   const fresh: FreshCharge[] = [];
   const observations: Observation[] = [];
@@ -74,6 +75,8 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     sweep_and_prune: 0,
     require_header: 0,
     stall_storage: 0,
+    receiver_away: 0,
+    kill_dispatcher: 0,
   };
   const effects: Effects = {
     deadlocksForced: 0,
@@ -81,6 +84,7 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
     ending: [],
     stalls: { gaps: 0, held: 0, mostAtOnce: 0 },
     outages: [],
+    receivers,
   };
   const inFlight: Promise<void>[] = [];
 
@@ -93,10 +97,13 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string) 
       faultsDone[fault.kind] += 1;
     }
   };
-  // Stalls keep their own time: a restart that takes long on a loaded machine must not push them past the load.
+  // Stalls and webhook faults keep their own time: a restart that takes long on a loaded machine must not push
+  // them past the load.
+  const ownTime: FaultKind[] = ["stall_storage", "receiver_away", "kill_dispatcher"];
   const faultLoop = Promise.all([
-    strikeInTurn(plan.faults.filter((f) => f.kind !== "stall_storage")),
+    strikeInTurn(plan.faults.filter((f) => !ownTime.includes(f.kind))),
     strikeInTurn(plan.faults.filter((f) => f.kind === "stall_storage")),
+    strikeInTurn(plan.faults.filter((f) => f.kind === "receiver_away" || f.kind === "kill_dispatcher")),
   ]);
 
   /** Starts one observed request; `sending` fills in its answer. */
@@ -250,6 +257,7 @@ type Effects = {
   stalls: StallStats;
   /** When the app's database was down: no answer could be stored then (finalInTime.ts). */
   outages: Outage[];
+  receivers: WebhookReceivers;
 };
 
 async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) {
@@ -291,6 +299,11 @@ async function strike(fault: PlannedFault, stack: FaultStack, effects: Effects) 
       effects.ending.push(ending);
       return;
     }
+    case "receiver_away":
+      // Away for 0.9-7.5 s: connections refused, then retried by the dispatcher's backoff.
+      return effects.receivers.away(fault.downMs * 3);
+    case "kill_dispatcher":
+      return stack.crashDispatchers(fault.downMs, fault.count);
     case "sweep_and_prune": {
       // Beside the background sweeper: more sweeps and prunes at the same time.
       const { runSweep } = await import("~/server/sweep/runSweep");

@@ -1,9 +1,10 @@
 /**
  * The stack a fault run owns: a private MariaDB for the app (so the run can
  * kill it), the simulated gateway with its state on the main server (as a real
- * provider's is elsewhere), two instances of the production build and the
- * background sweeper, with the timings shortened so that leases end, records
- * are reaped and the ledger is reconciled many times in a run.
+ * provider's is elsewhere), two instances of the production build, the
+ * background sweeper and the webhook dispatcher(s), with the timings shortened
+ * so that leases end, records are reaped, the ledger is reconciled and
+ * deliveries are retried many times in a run.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
@@ -13,7 +14,7 @@ import { hashApiKey } from "~/server/auth/apiKeyHash";
 import { adminDatabaseUrl, gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
 import { createDatabase, PrivateMariaDb } from "../mariadbServer";
 import { applyMigrations } from "../migrate";
-import { startApp, startGateway, startSweeper, type Service } from "../processes";
+import { startApp, startDispatcher, startGateway, startSweeper, stopChild, type Service } from "../processes";
 
 export const RUN_TIMINGS = {
   GATEWAY_TIMEOUT_MS: "1500",
@@ -32,6 +33,22 @@ export const RUN_TIMINGS = {
   DATABASE_POOL_SIZE: "10",
 };
 
+/**
+ * The webhook schedule of a fault run: retries every 0.2-2 s, and a delivery given up (or an endpoint disabled)
+ * only after 30 min without a 2xx: far past any planned outage (a receiver away for at most 7.5 s, MariaDB or
+ * every dispatcher down for seconds) and a 900 s run's drain, so that every delivery must end delivered.
+ * Answers slower than WEBHOOK_TIMEOUT_MS are part of the plan (receiverFates).
+ */
+export const WEBHOOK_TIMINGS = {
+  WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  WEBHOOK_POLL_INTERVAL_MS: "100",
+  WEBHOOK_TIMEOUT_MS: "1000",
+  WEBHOOK_RETRY_BASE_MS: "200",
+  WEBHOOK_RETRY_MAX_MS: "2000",
+  WEBHOOK_RETRY_FOR_MS: String(30 * 60_000),
+  WEBHOOK_DISABLE_AFTER_MS: String(30 * 60_000),
+};
+
 function withDatabase(url: string, name: string) {
   const u = new URL(url);
   u.pathname = `/${name}`;
@@ -47,6 +64,8 @@ export async function startFaultStack() {
   const databaseUrl = `mysql://root@127.0.0.1:${dbPort}/charges_faults`;
   const main = adminDatabaseUrl();
   const gatewayDatabaseUrl = withDatabase(main, `charges_faults${suffix}_gateway`);
+  // The webhook receivers' own (a merchant's) database: on the main server, which the run does not kill.
+  const receiverDatabaseUrl = withDatabase(main, `charges_faults${suffix}_receiver`);
   const gatewayPort = 4110 + 20 * testSlot + 10;
   const appPorts = [3100 + 20 * testSlot + 10, 3100 + 20 * testSlot + 11] as const;
 
@@ -54,6 +73,7 @@ export async function startFaultStack() {
   await createDatabase(databaseUrl, { dropFirst: true });
   await applyMigrations(databaseUrl);
   await createDatabase(gatewayDatabaseUrl, { dropFirst: true });
+  await createDatabase(receiverDatabaseUrl, { dropFirst: true });
 
   // Two API clients, so that a key can be tried by another client.
   const apiKeys = [0, 1].map(() => `sk_test_${randomBytes(24).toString("base64url")}`);
@@ -83,6 +103,7 @@ export async function startFaultStack() {
     SESSION_SECRET: process.env.SESSION_SECRET ?? randomBytes(32).toString("hex"),
     TOTP_ENCRYPTION_KEY: process.env.TOTP_ENCRYPTION_KEY ?? randomBytes(32).toString("hex"),
     ...RUN_TIMINGS,
+    ...WEBHOOK_TIMINGS,
   };
   const logs = path.join(root, `.data/faults-logs${suffix}`);
   mkdirSync(logs, { recursive: true });
@@ -105,6 +126,10 @@ export async function startFaultStack() {
   }
   const startedGateway = gateway; // a const, so that stop() below sees it started
   let sweeper = startSweeper(env, log("sweeper"));
+  // Appended to one log: a restarted dispatcher's lines follow its predecessor's.
+  const startDispatchers = (count: number) =>
+    Array.from({ length: count }, (_, i) => startDispatcher(env, log(`dispatcher-${i}`)));
+  let dispatchers = startDispatchers(1);
 
   return {
     env,
@@ -112,6 +137,7 @@ export async function startFaultStack() {
     database,
     databaseUrl,
     gatewayDatabaseUrl,
+    receiverDatabaseUrl,
     apiKeys,
     appUrls: appPorts.map((p) => `http://127.0.0.1:${p}`),
     /** SIGKILL one instance, and start it again after `downMs`. */
@@ -126,6 +152,15 @@ export async function startFaultStack() {
       await new Promise((r) => setTimeout(r, downMs));
       await database.start();
     },
+    /** SIGKILL every webhook dispatcher, and start `count` again after `downMs` (two: both claim at once). */
+    async crashDispatchers(downMs: number, count: number) {
+      // Waited for: each is gone before the next start (processes.ts: one process each, so SIGKILL reaches it).
+      await Promise.all(dispatchers.map((d) => stopChild(d.child, "SIGKILL")));
+      await new Promise((r) => setTimeout(r, downMs));
+      dispatchers = startDispatchers(count);
+    },
+    /** How many dispatchers run now. */
+    dispatcherCount: () => dispatchers.filter((d) => d.child.exitCode === null && d.child.signalCode === null).length,
     async restartSweeper() {
       await sweeper.stop();
       sweeper = startSweeper(env, log("sweeper"));
@@ -135,6 +170,7 @@ export async function startFaultStack() {
     },
     async stop() {
       await sweeper.stop();
+      for (const d of dispatchers) await d.stop();
       for (const app of apps) await app.stop();
       await startedGateway.stop();
       await database.stop();
