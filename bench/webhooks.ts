@@ -4,36 +4,29 @@
  *   same run (interleaved slices): the event and its delivery row are written in the charge's own transaction,
  *   and the dispatcher posts meanwhile on the same machine. Target: >= 0.9x.
  * - Delivery lag, from the event's commit to the receiver's 2xx, of every event of that load. Target: p99 <= 1 s.
- * The receiver is a node:http server on loopback answering 200 at once; one dispatcher with the defaults, as npm
+ * The receiver answers 200 at once, a process of its own (bench/webhookReceiver.ts); one dispatcher with the defaults, as npm
  * start runs it (WEBHOOK_CONCURRENCY 100, WEBHOOK_POLL_INTERVAL_MS 250).
  */
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { startDispatcher } from "../scripts/lib/processes";
 import { chargeRequest, fmt, interleaved, interleavedRow, startBenchStack, table } from "./lib";
 
 const stack = await startBenchStack({ WEBHOOK_ALLOW_PRIVATE_URLS: "true" });
 const dispatcher = startDispatcher(process.env as Record<string, string>, { quiet: true });
-const receivedAt = new Map<string, number>();
-const receiver = http.createServer((req, res) => {
-  const id = String(req.headers["webhook-id"]);
-  req.resume();
-  req.on("end", () => {
-    if (!receivedAt.has(id)) receivedAt.set(id, Date.now());
-    res.writeHead(200).end();
-  });
+const receiver = spawn(process.execPath, ["--import", "tsx", "bench/webhookReceiver.ts"], {
+  stdio: ["ignore", "pipe", "inherit"],
 });
-receiver.listen(0, "127.0.0.1");
-await once(receiver, "listening");
+const [firstLine] = (await once(receiver.stdout!, "data")) as [Buffer];
+const receiverUrl = `http://127.0.0.1:${Number(String(firstLine).trim())}`;
 try {
   const { createApiClient } = await import("~/server/auth/apiClients");
   const { createEndpoint } = await import("~/server/webhooks/endpoints");
   const { cliContext } = await import("~/server/audit/audit");
   const { db } = await import("~/server/db");
   const subscribed = await createApiClient("bench webhooks");
-  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  const url = `${receiverUrl}/hooks`;
   await createEndpoint(subscribed.client.id, { url, eventTypes: ["*"] }, cliContext("bench"));
   const runs = await interleaved({
     "no endpoint": { url: stack.url, requests: [chargeRequest(stack.apiKey, { key: randomUUID })], pid: stack.pid },
@@ -56,6 +49,7 @@ try {
     where: { apiClientId: subscribed.client.id },
     select: { id: true, createdAt: true },
   });
+  const receivedAt = new Map(Object.entries((await (await fetch(`${receiverUrl}/received`)).json()) as object));
   const lags = events
     .map((e) => (receivedAt.get(e.id) ?? Number.POSITIVE_INFINITY) - e.createdAt.getTime())
     .sort((a, b) => a - b);
@@ -70,7 +64,7 @@ try {
       `(target <= 1000); undelivered ${missing}: ${verdict ? "MET" : "MISSED"}`,
   );
 } finally {
-  receiver.close();
+  receiver.kill();
   await dispatcher.stop();
   await stack.stop();
 }

@@ -19,6 +19,8 @@ import { signedHeaders } from "./signing";
  * grow with rounds, not with deliveries.
  */
 const LEASE_MARGIN_MS = 5_000;
+/** How long a dispatcher with room gathers due deliveries before claiming again (see runDispatcher). */
+const GATHER_MS = 200;
 
 /** Claims up to `limit` due deliveries (their attempt number counted up now). */
 export async function claimDue(limit: number, now = new Date()): Promise<Claimed[]> {
@@ -145,8 +147,11 @@ export async function runDispatcher(stopping: () => boolean): Promise<void> {
         log.error({ err: error }, "webhook claim failed"); // the database is away: try again later
       }
     }
-    if (claimed.length === 0 || inFlight.size >= env.WEBHOOK_CONCURRENCY) {
-      const pause = new Promise((r) => setTimeout(r, env.WEBHOOK_POLL_INTERVAL_MS));
+    // Nothing due: wait a poll. Some due but less than there was room for: the next few commits are worth a
+    // moment's wait, so that one claim takes them together. Full: until a slot frees.
+    const wait = claimed.length === 0 ? env.WEBHOOK_POLL_INTERVAL_MS : claimed.length < room ? GATHER_MS : 0;
+    if (wait > 0 || inFlight.size >= env.WEBHOOK_CONCURRENCY) {
+      const pause = new Promise((r) => setTimeout(r, wait || env.WEBHOOK_POLL_INTERVAL_MS));
       await Promise.race([pause, ...(room > 0 ? [] : inFlight)]);
     }
   }

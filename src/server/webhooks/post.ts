@@ -9,6 +9,21 @@ export type PostResult = { status: number | null; durationMs: number; body: stri
 export const ANSWER_BYTES = 1024;
 
 /**
+ * Connections kept open per endpoint origin between its deliveries (a new TCP connection per event costs both ends
+ * more than the event). Each new socket's address is still checked where it connects (safeLookup); node drops an
+ * idle socket by the endpoint's Keep-Alive hint, and one destroyed mid-answer is never reused.
+ */
+const agents = new Map<string, http.Agent>();
+function agentFor(target: URL): http.Agent {
+  let agent = agents.get(target.origin);
+  if (!agent) {
+    agent = new (target.protocol === "https:" ? https.Agent : http.Agent)({ keepAlive: true, keepAliveMsecs: 1_000 });
+    agents.set(target.origin, agent);
+  }
+  return agent;
+}
+
+/**
  * One POST of a delivery, with node's own http client: a timeout for the whole attempt, no redirect followed (a
  * 3xx is a failure: a redirect could send the event, signed, somewhere else), the address checked where the
  * socket connects (addresses.ts), and no more of the answer read than is kept.
@@ -30,7 +45,7 @@ export function postOnce(url: string, body: string, headers: Record<string, stri
       {
         method: "POST",
         lookup: safeLookup as never,
-        agent: false,
+        agent: agentFor(target),
         headers: {
           "content-type": "application/json",
           "content-length": Buffer.byteLength(body),
