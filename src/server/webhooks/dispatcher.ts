@@ -128,7 +128,8 @@ export async function dispatchOnce(limit = env.WEBHOOK_CONCURRENCY): Promise<num
 
 /**
  * Runs until `stopping()`, keeping up to WEBHOOK_CONCURRENCY posts in flight: a slow endpoint holds one slot,
- * not the round. Claims again at once while there was work and room, else after WEBHOOK_POLL_INTERVAL_MS.
+ * not the round. Claims again at once after a full claim, after GATHER_MS after a partial one, else after
+ * WEBHOOK_POLL_INTERVAL_MS.
  */
 export async function runDispatcher(stopping: () => boolean): Promise<void> {
   const inFlight = new Set<Promise<void>>();
