@@ -63,6 +63,37 @@ async function subscribed(name: string, types: string[] = ["*"], behave?: (n: nu
   return { client, receiver, endpoint: made.json as { id: string; secret: string }, secrets };
 }
 
+/** A datetime `ms` from now, as the dispatcher writes a lease's end. */
+const leaseFromNow = (ms: number) => new Date(Date.now() + ms).toISOString().slice(0, 23).replace("T", " ");
+
+/**
+ * An event and its delivery as a dispatcher's claim leaves them (attempt `attempts`, leased until `leaseEnd`),
+ * written in one transaction, so that no live dispatcher can take the delivery first.
+ */
+async function claimedDelivery(
+  to: { clientId: number; endpointId: string; eventId: string },
+  attempts: number,
+  leaseEnd: string,
+) {
+  await db.$transaction([
+    db.$executeRawUnsafe(
+      `INSERT INTO events (id, api_client_id, type, data, created_at)
+       VALUES (?, ?, 'charge.succeeded', '{"id":"ch_claimed","object":"charge"}', UTC_TIMESTAMP(3))`,
+      to.eventId,
+      to.clientId,
+    ),
+    db.$executeRawUnsafe(
+      `INSERT INTO webhook_deliveries (event_id, endpoint_id, api_client_id, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(3))`,
+      to.eventId,
+      to.endpointId,
+      to.clientId,
+      attempts,
+      leaseEnd,
+    ),
+  ]);
+}
+
 const processedTypes = async (receiver: Receiver) => (await receiver.processed()).map((p) => p.type);
 
 describe("webhook endpoints through the API", () => {
@@ -341,22 +372,7 @@ describe("deliveries", () => {
     const eventId = `evt_orphan${uniqueKey().slice(-12)}`;
     const leaseMs = env.WEBHOOK_TIMEOUT_MS + 5_000;
     const claimedAt = Date.now();
-    await db.$transaction([
-      db.$executeRawUnsafe(
-        `INSERT INTO events (id, api_client_id, type, data, created_at)
-         VALUES (?, ?, 'charge.succeeded', '{"id":"ch_orphan","object":"charge"}', UTC_TIMESTAMP(3))`,
-        eventId,
-        client.id,
-      ),
-      db.$executeRawUnsafe(
-        `INSERT INTO webhook_deliveries (event_id, endpoint_id, api_client_id, attempts, next_attempt_at, created_at)
-         VALUES (?, ?, ?, 1, UTC_TIMESTAMP(3) + INTERVAL ? SECOND, UTC_TIMESTAMP(3))`,
-        eventId,
-        endpoint.id,
-        client.id,
-        leaseMs / 1000,
-      ),
-    ]);
+    await claimedDelivery({ clientId: client.id, endpointId: endpoint.id, eventId }, 1, leaseFromNow(leaseMs));
     await waitFor("posted after the lease", async () => receiver.received.length === 1, leaseMs + 15_000);
     assert.ok(receiver.received[0]!.at - claimedAt >= leaseMs - 1_000, "not before the lease ended");
     assert.equal(receiver.received[0]!.id, eventId);
@@ -374,24 +390,8 @@ describe("deliveries", () => {
     // A delivery claimed twice: attempt 1's lease ended and attempt 2 holds the row (leased an hour ahead, so the
     // stack's own dispatcher leaves it alone). Both dispatchers post; only attempt 2's result may be written.
     const eventId = `evt_stall${uniqueKey().slice(-12)}`;
-    const lease = (msAhead: number) => new Date(Date.now() + msAhead).toISOString().slice(0, 23).replace("T", " ");
-    const [firstLease, secondLease] = [lease(-60_000), lease(3_600_000)];
-    await db.$transaction([
-      db.$executeRawUnsafe(
-        `INSERT INTO events (id, api_client_id, type, data, created_at)
-         VALUES (?, ?, 'charge.succeeded', '{"id":"ch_stall","object":"charge"}', UTC_TIMESTAMP(3))`,
-        eventId,
-        client.id,
-      ),
-      db.$executeRawUnsafe(
-        `INSERT INTO webhook_deliveries (event_id, endpoint_id, api_client_id, attempts, next_attempt_at, created_at)
-         VALUES (?, ?, ?, 2, ?, UTC_TIMESTAMP(3))`,
-        eventId,
-        endpoint.id,
-        client.id,
-        secondLease,
-      ),
-    ]);
+    const [firstLease, secondLease] = [leaseFromNow(-60_000), leaseFromNow(3_600_000)];
+    await claimedDelivery({ clientId: client.id, endpointId: endpoint.id, eventId }, 2, secondLease);
     const { id } = await db.webhookDelivery.findFirstOrThrow({ where: { eventId } });
     await deliver({ id, attempts: 1, leaseEnd: firstLease }, { id: 999_999_999n, attempts: 1, leaseEnd: firstLease });
     assert.equal(receiver.received.length, 1, "the stalled attempt still posts (at least once)");
