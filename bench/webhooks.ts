@@ -4,8 +4,8 @@
  *   same run (interleaved slices): the event and its delivery row are written in the charge's own transaction,
  *   and the dispatcher posts meanwhile on the same machine. Target: >= 0.9x.
  * - Delivery lag, from the event's commit to the receiver's 2xx, of every event of that load. Target: p99 <= 1 s.
- * The receiver answers 200 at once, a process of its own (bench/webhookReceiver.ts); one dispatcher with the defaults, as npm
- * start runs it (WEBHOOK_CONCURRENCY 100, WEBHOOK_POLL_INTERVAL_MS 250).
+ * The receiver answers 200 at once, in a process of its own (bench/webhookReceiver.ts); one dispatcher with the
+ * defaults, as npm start runs it (WEBHOOK_CONCURRENCY 100, WEBHOOK_POLL_INTERVAL_MS 250).
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
