@@ -13,6 +13,7 @@ import {
   newApiClient,
   postCharge,
   postTo,
+  waitFor,
   withMetricsCredential,
 } from "./helpers";
 import { createStaffAccount, signedIn } from "./staffHttp";
@@ -156,6 +157,28 @@ describe("a body trickled a byte at a time", () => {
       assert.ok(sent < 200, `answered after ${sent} of 200 bytes`);
     });
   }
+});
+
+describe("an idle keep-alive connection", () => {
+  test("is kept past Node's 5 s default, and says for how long: a next request on it is answered", async () => {
+    const socket = connect({ host: app.hostname, port: Number(app.port) });
+    let received = "";
+    socket.on("data", (chunk) => (received += chunk));
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    const ask = async () => {
+      received = "";
+      socket.write(`GET /api/health HTTP/1.1\r\nHost: ${app.host}\r\nConnection: keep-alive\r\n\r\n`);
+      await waitFor("an answer", async () => /\r\n\r\n/.test(received), 10_000);
+      return received;
+    };
+    const first = await ask();
+    assert.match(first, /^HTTP\/1\.1 200 /);
+    assert.match(first, /keep-alive: timeout=65/i, "the hint that lets a client close first");
+    const idle = await Promise.race([new Promise((r) => setTimeout(r, 6_000, "open")), closed.then(() => "closed")]);
+    assert.equal(idle, "open", "the server kept the connection through 6 s of idling");
+    assert.match(await ask(), /^HTTP\/1\.1 200 /);
+    socket.destroy();
+  });
 });
 
 describe("GET /api/health", () => {

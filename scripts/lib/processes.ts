@@ -106,13 +106,21 @@ export async function startGateway(
   return service;
 }
 
+/**
+ * How long the app keeps an idle connection: longer than the idle timeout of a proxy or client in front of it (60 s
+ * for AWS's load balancers and nginx's upstream keep-alive), so that the client closes one first. Node's 5 s
+ * default let a client send a POST on a connection the server was closing (ECONNRESET: a charge the client cannot
+ * tell was received; an e2e test once met it after 5 s of idling).
+ */
+export const APP_KEEP_ALIVE_MS = 65_000;
+
 /** The Next.js app from the production build (`next build` must have run). */
 export async function startApp(opts: { port: number; env: Env } & Output): Promise<Service> {
   const url = `http://127.0.0.1:${opts.port}`;
   const { service, ready } = await startService(
     "app",
     bin("next"),
-    ["start", "-p", String(opts.port), "-H", "127.0.0.1"],
+    ["start", "-p", String(opts.port), "-H", "127.0.0.1", "--keepAliveTimeout", String(APP_KEEP_ALIVE_MS)],
     opts.env,
     `${url}/api/health`,
     url,
