@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
-import { keylessRetry, watchConsole } from "./lib";
+import { keylessRetry, login, watchConsole } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 
@@ -25,14 +25,6 @@ function charge(request: APIRequestContext, opts: { key?: string; card?: string;
       customer_id: opts.customer ?? "cus_e2e",
     },
   });
-}
-
-async function login(page: Page, who: "support" | "engineer") {
-  await page.goto("/admin/login");
-  await page.getByLabel("E-mail").fill(process.env[`TEST_${who.toUpperCase()}_EMAIL`]!);
-  await page.getByLabel("Password").fill(process.env[`TEST_${who.toUpperCase()}_PASSWORD`]!);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("whoami")).toContainText(who);
 }
 
 function watchCsp(page: Page): string[] {

@@ -11,11 +11,11 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext } from "@playwright/test";
 import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
-import { appQuery, keylessRetry, searchRequestLog } from "./lib";
+import { appQuery, keylessRetry, login, searchRequestLog } from "./lib";
 
 test.use({ timezoneId: "Pacific/Auckland" });
 
@@ -37,14 +37,6 @@ async function charge(
   });
   expect(res.status()).toBe(201);
   return res.json();
-}
-
-async function login(page: Page, who: "support" | "engineer") {
-  await page.goto("/admin/login");
-  await page.getByLabel("E-mail").fill(process.env[`TEST_${who.toUpperCase()}_EMAIL`]!);
-  await page.getByLabel("Password").fill(process.env[`TEST_${who.toUpperCase()}_PASSWORD`]!);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("whoami")).toContainText(who);
 }
 
 function sweepOnce() {

@@ -28,7 +28,9 @@ export async function login(page: Page, who: "support" | "engineer") {
   await page.getByLabel("E-mail").fill(process.env[`TEST_${who.toUpperCase()}_EMAIL`]!);
   await page.getByLabel("Password").fill(process.env[`TEST_${who.toUpperCase()}_PASSWORD`]!);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("whoami")).toContainText(who);
+  // A sign-in checks the password with scrypt (memory-hard on purpose) and then loads the page whole: on a busy
+  // machine that takes longer than an assertion's usual 5 s.
+  await expect(page.getByTestId("whoami")).toContainText(who, { timeout: 30_000 });
   // Sign-in ends with a full page load, and whoami is server-rendered: wait until the request log is live (its count
   // is the browser's own query), or a search typed next is submitted as a plain form before React takes it.
   if (new URL(page.url()).pathname === "/admin") {

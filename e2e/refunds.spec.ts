@@ -3,20 +3,12 @@
  * double click, a second tab showing the same charge and a retry all end in one refund at the gateway.
  */
 import { randomUUID } from "node:crypto";
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext } from "@playwright/test";
 import * as mariadb from "mariadb";
-import { keylessRetry, searchRequestLog } from "./lib";
+import { keylessRetry, login, searchRequestLog } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 const auth = { Authorization: `Bearer ${apiKey}` };
-
-async function login(page: Page) {
-  await page.goto("/admin/login");
-  await page.getByLabel("E-mail").fill(process.env.TEST_SUPPORT_EMAIL!);
-  await page.getByLabel("Password").fill(process.env.TEST_SUPPORT_PASSWORD!);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("whoami")).toContainText("support");
-}
 
 /** A keyless charge, as a client without keys retries a timed-out purchase. */
 async function keylessCharge(request: APIRequestContext, customer: string) {
@@ -51,7 +43,7 @@ test("support refunds a keyless double charge once, despite a double click and a
     gateway_charge_id: string;
   };
 
-  await login(page);
+  await login(page, "support");
   await page.goto(`/admin/charges/${second.id}`);
   const refunds = page.getByTestId("refunds");
   await expect(refunds).toContainText("No refund yet.");
@@ -111,7 +103,7 @@ test("support refunds a keyless double charge once, despite a double click and a
 test("a partial refund, then the rest; the dialog refuses more than is left", async ({ page, request }) => {
   const customer = `cus_partial_${randomUUID().slice(0, 8)}`;
   const charged = await keylessCharge(request, customer);
-  await login(page);
+  await login(page, "support");
   await page.goto(`/admin/charges/${charged.id}`);
   const refunds = page.getByTestId("refunds");
 
@@ -153,7 +145,7 @@ test("a pasted refund id opens its charge; a pasted Request-Id opens the request
   expect(refunded.status()).toBe(201);
   const refund = (await refunded.json()) as { id: string };
   const requestId = refunded.headers()["request-id"]!;
-  await login(page);
+  await login(page, "support");
   const search = (q: string) => searchRequestLog(page, q);
   await search(refund.id);
   await page.waitForURL(new RegExp(`/admin/charges/${charged.id}$`));
