@@ -99,11 +99,12 @@ export async function executePlan(plan: Plan, stack: FaultStack, runId: string, 
   };
   // Stalls and webhook faults keep their own time: a restart that takes long on a loaded machine must not push
   // them past the load.
-  const ownTime: FaultKind[] = ["stall_storage", "receiver_away", "kill_dispatcher"];
+  const webhookFaults: FaultKind[] = ["receiver_away", "kill_dispatcher"];
+  const ownTime: FaultKind[] = ["stall_storage", ...webhookFaults];
   const faultLoop = Promise.all([
     strikeInTurn(plan.faults.filter((f) => !ownTime.includes(f.kind))),
     strikeInTurn(plan.faults.filter((f) => f.kind === "stall_storage")),
-    strikeInTurn(plan.faults.filter((f) => f.kind === "receiver_away" || f.kind === "kill_dispatcher")),
+    strikeInTurn(plan.faults.filter((f) => webhookFaults.includes(f.kind))),
   ]);
 
   /** Starts one observed request; `sending` fills in its answer. */

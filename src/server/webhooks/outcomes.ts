@@ -75,7 +75,11 @@ export async function recordOutcomes(batch: Outcome[]): Promise<void> {
     });
   });
   const byEndpoint = new Map<string, Outcome[]>();
-  for (const o of batch) byEndpoint.set(o.endpointId, [...(byEndpoint.get(o.endpointId) ?? []), o]);
+  for (const o of batch) {
+    const group = byEndpoint.get(o.endpointId);
+    if (group) group.push(o);
+    else byEndpoint.set(o.endpointId, [o]);
+  }
   for (const outcomes of byEndpoint.values()) await noteEndpointHealth(outcomes);
 }
 

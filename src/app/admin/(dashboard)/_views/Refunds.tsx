@@ -152,13 +152,12 @@ function CaseSummary({ chargeId, c }: { chargeId: string; c: Case }) {
 export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: string; label?: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  // Read once first opened, and kept read: the outcome of a refund is said from it.
-  const [wanted, setWanted] = useState(false);
   const [open, setOpen] = useState(false);
-  // Read again at every opening, and confirmable only once that read is in: the page's copy may be older than a
-  // refund made in another tab, and a confirm must say what the person saw.
+  // Read once first opened (0: never), and kept read: the outcome of a refund is said from it. Read again at every
+  // opening, and confirmable only once that read is in: the page's copy may be older than a refund made in another
+  // tab, and a confirm must say what the person saw.
   const [openedAt, setOpenedAt] = useState(0);
-  const query = useQuery({ ...trpc.refunds.ofCharge.queryOptions({ chargeId }), enabled: wanted });
+  const query = useQuery({ ...trpc.refunds.ofCharge.queryOptions({ chargeId }), enabled: openedAt > 0 });
   const [reason, setReason] = useState<Reason | "">("");
   const [amount, setAmount] = useState("");
   const [bothHalves, setBothHalves] = useState(false);
@@ -203,7 +202,6 @@ export function RefundDialog({ chargeId, label = "Refund…" }: { chargeId: stri
           onOpenChange={(next) => {
             setOpen(next);
             if (next) {
-              setWanted(true);
               setOpenedAt(Date.now());
               void query.refetch();
               create.reset();
