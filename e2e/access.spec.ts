@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { expect, test, type APIRequestContext, type Browser, type Page } from "@playwright/test";
 import { generate } from "otplib";
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e/artifacts/${name}.png`, fullPage: true });
+import { screenshot } from "./lib";
 
 async function signIn(page: Page, email: string, password: string) {
   await page.goto("/admin/login");
@@ -84,7 +83,7 @@ test("an engineer onboards an API client, rotates its key with a grace period an
   await expect(oldRow).toContainText("grace");
   const graceEnd = new Date(Date.now() + 24 * 3_600_000).toISOString().slice(0, 13); // the hour it ends
   await expect(oldRow).toContainText(graceEnd.replace("T", " "));
-  await shot(page, "api-clients-rotation");
+  await screenshot(page, "api-clients-rotation");
 
   await oldRow.getByRole("button", { name: `Revoke key ${firstKey.slice(0, 12)}` }).click();
   await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
@@ -95,7 +94,7 @@ test("an engineer onboards an API client, rotates its key with a grace period an
   await page.getByRole("link", { name: "Audit log" }).click();
   await page.getByLabel("Action").selectOption("api_key.revoked");
   await expect(page.getByRole("table", { name: "Audit entries" })).toContainText(firstKey.slice(0, 12));
-  await shot(page, "audit-log");
+  await screenshot(page, "audit-log");
   expect(violations).toEqual([]);
 });
 
@@ -125,7 +124,7 @@ test("disabling a staff member ends their live session", async ({ page, browser 
   await expect(page.getByRole("dialog")).toContainText("1 active session");
   await page.getByRole("dialog").getByRole("button", { name: "Disable" }).click();
   await expect(page.getByRole("row", { name: email })).toContainText("disabled");
-  await shot(page, "staff-disabled");
+  await screenshot(page, "staff-disabled");
 
   await other.page.getByRole("link", { name: "Rollout" }).click();
   await expect(other.page).toHaveURL(/\/admin\/login$/);
@@ -156,7 +155,7 @@ test("a staff member enrols two-factor sign-in and then signs in with a code", a
   await user.page.getByLabel("Code from the app").fill(await generate({ secret }));
   await user.page.getByRole("button", { name: "Turn on two-factor sign-in" }).click();
   await expect(user.page.getByRole("region", { name: "Two-factor sign-in" })).toContainText("On:");
-  await shot(user.page, "two-factor-on");
+  await screenshot(user.page, "two-factor-on");
   await user.page.getByRole("button", { name: "Sign out" }).click();
   await expect(user.page).toHaveURL(/\/admin\/login$/);
 

@@ -3,15 +3,15 @@
  * charges and spots a duplicate, reads a request's timeline, shares a filtered
  * log link, sees failures as failures; an engineer reads the rollout and
  * enforces one client, then the global mode; support cannot. Every page is
- * checked with axe, for width on a phone, for CSP violations, and shot at 1280
- * and 390 px into e2e/artifacts/.
+ * checked with axe, for width on a phone, for CSP violations, and (with
+ * E2E_SCREENSHOTS=1) shot at 1280 and 390 px into e2e/artifacts/.
  */
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
-import { keylessRetry, login, watchConsole } from "./lib";
+import { keylessRetry, login, screenshot, watchConsole } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 
@@ -44,7 +44,7 @@ function sweepOnce() {
 
 /**
  * No serious or critical axe violation at this width (the phone layout has its own: cards, not tables); no
- * sideways scroll on a phone; a screenshot into e2e/artifacts/.
+ * sideways scroll on a phone; a screenshot into e2e/artifacts/ when asked for.
  */
 async function checkPage(page: Page, name: string, width: number) {
   const axe = await new AxeBuilder({ page }).analyze();
@@ -67,7 +67,7 @@ async function checkPage(page: Page, name: string, width: number) {
     );
     expect.soft(overflowing, `${name}: cards whose content runs out of them at 390 px`).toEqual([]);
   }
-  await page.screenshot({ path: `e2e/artifacts/${name}-${width}.png`, fullPage: true });
+  await screenshot(page, `${name}-${width}`);
 }
 
 const run = randomUUID().slice(0, 8);
@@ -421,9 +421,9 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
     ["not-found", `/admin/no-such-page-${run}`, "Page not found"],
   ];
   const titles = new Set<string>();
-  const sweep = async (who: string, list: typeof pages) => {
+  const sweep = async (who: string, list: typeof pages, widths: (name: string) => number[]) => {
     for (const [name, path, heading] of list) {
-      for (const width of [1280, 390]) {
+      for (const width of widths(name)) {
         await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
         await page.goto(path);
         await expect(page.getByRole("heading", { level: 1 })).toContainText(heading);
@@ -433,15 +433,17 @@ test("every page and login: no serious axe violation at 1280 or 390 px, none wid
       }
     }
   };
-  await sweep("", pages);
+  await sweep("", pages, () => [1280, 390]);
   expect(titles.size, "every page has its own title").toBe(pages.length);
-  // Support sees the same pages but the engineers' own (a different rollout page: no switches).
+  // Support sees the same pages but the engineers' own: the same layouts at 1280 px, but a different rollout page
+  // (no switches) at both widths. Support's own screens with data in them: e2e/screens.spec.ts.
   const engineersOnly = new Set(["api-clients", "webhooks", "staff", "audit"]);
   await page.context().clearCookies();
   await login(page, "support");
   await sweep(
     "-support",
     pages.filter(([name]) => !engineersOnly.has(name)),
+    (name) => (name === "rollout" ? [1280, 390] : [1280]),
   );
   // The login page, as someone signed out sees it.
   await page.context().clearCookies();

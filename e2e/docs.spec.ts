@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { API_ERROR_CODES, API_ERRORS } from "../packages/client/src/errorRegistry";
 import { TEST_CARDS } from "../src/gateway-sim/testCards";
+import { screenshot } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 const documented = API_ERROR_CODES.filter((code) => code !== "client_closed_request");
@@ -47,7 +48,7 @@ test("/docs renders the API reference with every error code and what to do, load
     await expect(entry, code).toHaveCount(1);
     await expect(entry.locator("xpath=..")).toContainText(API_ERRORS[code].advice.slice(0, 40).replace(/`/g, ""));
   }
-  await page.screenshot({ path: "e2e/artifacts/docs.png" });
+  await screenshot(page, "docs");
   await page.waitForLoadState("networkidle");
   expect(foreign, "requests to other origins").toEqual([]);
   expect(refusedStyles, "styles the CSP refused").toEqual([]);
@@ -67,5 +68,5 @@ test("an error's doc_url opens its entry on /docs", async ({ page, request }) =>
   const heading = page.getByRole("heading", { name: /invalid_idempotency_key$/, level: 2 });
   await expect(heading).toBeInViewport();
   await expect(page.locator(`[id="section/Errors/invalid_idempotency_key"]`)).toHaveCount(1);
-  await page.screenshot({ path: "e2e/artifacts/docs-error-entry.png" });
+  await screenshot(page, "docs-error-entry");
 });

@@ -123,3 +123,11 @@ export async function seriousAxeViolations(page: Page): Promise<string[]> {
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
+
+/**
+ * A full-page screenshot into e2e/artifacts/ for a person to look at, only with E2E_SCREENSHOTS=1: nothing asserts
+ * on it, and rendering a tall page to PNG in software costs a CPU second that a loaded CI machine has not got.
+ */
+export async function screenshot(page: Page, name: string) {
+  if (process.env.E2E_SCREENSHOTS === "1") await page.screenshot({ path: `e2e/artifacts/${name}.png`, fullPage: true });
+}
