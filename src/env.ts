@@ -133,6 +133,11 @@ const schema = z
         const problem = secret === undefined ? null : sessionSecretProblem(secret);
         if (problem) ctx.addIssue({ code: "custom", message: problem });
       }),
+    /**
+     * Staff passwords are hashed with scrypt at N = 2^this (r=8, p=1). 17 is OWASP's minimum (128 MiB, ~0.4 s); below
+     * it only against a test database (charges_test…), where the suite's hundreds of sign-ins cost minutes of CPU.
+     */
+    PASSWORD_SCRYPT_LOG2_N: z.coerce.number().int().min(10).max(20).default(17),
     /** A session ends after this long without a request... */
     STAFF_SESSION_IDLE_MINUTES: z.coerce
       .number()
@@ -283,6 +288,10 @@ const schema = z
   .refine((env) => !env.BENCHMARK_DIE_AFTER_GATEWAY || /^charges_bench\d*$/.test(databaseOf(env.DATABASE_URL)), {
     path: ["BENCHMARK_DIE_AFTER_GATEWAY"],
     message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
+  })
+  .refine((env) => env.PASSWORD_SCRYPT_LOG2_N >= 17 || /^charges_test\d*$/.test(databaseOf(env.DATABASE_URL)), {
+    path: ["PASSWORD_SCRYPT_LOG2_N"],
+    message: "must be at least 17 (OWASP's minimum for scrypt); lower only when DATABASE_URL names a test database",
   })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
     path: ["STRIPE_SECRET_KEY"],

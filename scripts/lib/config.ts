@@ -218,6 +218,9 @@ export function testConfig(): StackConfig {
     GATEWAY_TIMEOUT_MS: "5000",
     REAP_AFTER_MS: "60000",
     DATABASE_POOL_SIZE: "10",
+    // Sign-ins and test staff at N=2^12, not 2^17: the suite's few hundred hashes took minutes of CPU (test/login
+    // checks the production strength and the upgrade of a weaker hash).
+    PASSWORD_SCRYPT_LOG2_N: "12",
     // Tests that hold a row lock on purpose outlast the app's lock waits: 20 s, not the server's 50 (every lock
     // wait the app meets otherwise is milliseconds).
     DATABASE_LOCK_WAIT_TIMEOUT_S: "20",
