@@ -11,6 +11,12 @@ const parses = (url: string) => {
   }
 };
 const databaseOf = (url: string) => (parses(url) ? (parseMysqlUrl(url).database ?? "") : "");
+/**
+ * A test stack: NODE_ENV=test, or a test database (the suite's production build, and its instances run with
+ * NODE_ENV=production on purpose).
+ */
+const forTests = (env: { NODE_ENV: string; DATABASE_URL: string }) =>
+  env.NODE_ENV === "test" || /^charges_test\d*$/.test(databaseOf(env.DATABASE_URL));
 
 /**
  * The least STRIPE_SEARCH_CONSISTENCY_MS outside tests: a request held up on its way to Stripe, or Stripe's
@@ -135,7 +141,7 @@ const schema = z
       }),
     /**
      * Staff passwords are hashed with scrypt at N = 2^this (r=8, p=1). 17 is OWASP's minimum (128 MiB, ~0.4 s); below
-     * it only against a test database (charges_test…), where the suite's hundreds of sign-ins cost minutes of CPU.
+     * it only for tests (forTests), where the suite's hundreds of sign-ins cost minutes of CPU.
      */
     PASSWORD_SCRYPT_LOG2_N: z.coerce.number().int().min(10).max(20).default(17),
     /** A session ends after this long without a request... */
@@ -289,9 +295,10 @@ const schema = z
     path: ["BENCHMARK_DIE_AFTER_GATEWAY"],
     message: "is for benchmarks only: refused unless DATABASE_URL names a benchmark database (charges_bench)",
   })
-  .refine((env) => env.PASSWORD_SCRYPT_LOG2_N >= 17 || /^charges_test\d*$/.test(databaseOf(env.DATABASE_URL)), {
+  .refine((env) => env.PASSWORD_SCRYPT_LOG2_N >= 17 || forTests(env), {
     path: ["PASSWORD_SCRYPT_LOG2_N"],
-    message: "must be at least 17 (OWASP's minimum for scrypt); lower only when DATABASE_URL names a test database",
+    message:
+      "must be at least 17 (OWASP's minimum for scrypt); lower only with NODE_ENV=test or a charges_test database",
   })
   .refine((env) => env.GATEWAY !== "stripe" || env.STRIPE_SECRET_KEY, {
     path: ["STRIPE_SECRET_KEY"],

@@ -146,7 +146,10 @@ describe("staff sign-in", () => {
     const known: number[] = [];
     const unknown: number[] = [];
     try {
-      for (let i = 0; i < 4; i++) {
+      // Warmed first: a new instance's first sign-in answers slower (route compiled, dummy hash made).
+      await timed(browser(), `ghost-${randomUUID()}@example.com`, "wrong");
+      await timed(browser(), account.email, "wrong");
+      for (let i = 0; i < 5; i++) {
         unknown.push((await timed(browser(), `ghost-${randomUUID()}@example.com`, "wrong")).ms);
         known.push((await timed(browser(), account.email, "wrong")).ms);
       }
