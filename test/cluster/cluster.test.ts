@@ -159,7 +159,9 @@ function alternatingClient(attemptTimeoutMs: number) {
 
 /**
  * Each operation ended charged once, or (a gateway call that outlived this stack's short timeouts on a loaded
- * machine) in the final "no charge was made", which the gateway must bear out; and charges went on.
+ * machine) in the final "no charge was made", which the gateway must bear out. Not that some were charged: under a
+ * CPU hog every operation of the killed instance was truthfully written off; that charges go through is the other
+ * tests' fresh 201s.
  */
 async function assertEachAnswerTrue(
   results: Awaited<ReturnType<ChargesClient["createCharge"]>>[],
@@ -168,7 +170,6 @@ async function assertEachAnswerTrue(
   const charged = results.map((r) => (r.ok && r.status === 201 ? 1 : 0));
   const unanswered = results.filter((r) => !r.ok && r.error?.code !== "request_abandoned");
   assert.deepEqual(unanswered, [], "every operation final: charged, or told that nothing was charged");
-  assert.ok(charged.includes(1), "charges go on");
   assert.deepEqual(await chargesPerCustomer(customers), charged);
 }
 
