@@ -25,6 +25,20 @@ async function keyStatus(request: APIRequestContext, apiKey: string) {
 }
 
 /** Reads the one-time secret box, then dismisses it. */
+/**
+ * Opens an engineer's page from the navigation and waits until it is live: its list, which the browser itself
+ * queries, is shown. A form filled and sent before React has hydrated the page goes as a plain GET (seen on a
+ * loaded machine: the new client's name in the URL and nothing made).
+ */
+async function openLive(page: Page, name: "API clients" | "Staff") {
+  await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name }).click();
+  const list =
+    name === "API clients"
+      ? page.getByRole("region", { name: /^Client / })
+      : page.getByRole("row", { name: process.env.TEST_ENGINEER_EMAIL });
+  await expect(list.first()).toBeVisible();
+}
+
 async function takeSecret(page: Page, label: RegExp): Promise<string> {
   const box = page.getByRole("status", { name: label });
   await expect(box).toBeVisible();
@@ -48,7 +62,7 @@ test("an engineer onboards an API client, rotates its key with a grace period an
 }) => {
   const violations = watchCsp(page);
   await signInAsEngineer(page);
-  await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API clients" }).click();
+  await openLive(page, "API clients");
   const name = `Shop ${randomUUID().slice(0, 6)}`;
   await page.getByLabel("Name").fill(name);
   await page.getByLabel("Contact e-mail").fill("ops@shop.example");
@@ -105,7 +119,7 @@ async function newContext(browser: Browser) {
 
 test("disabling a staff member ends their live session", async ({ page, browser }) => {
   await signInAsEngineer(page);
-  await page.getByRole("link", { name: "Staff" }).click();
+  await openLive(page, "Staff");
   const email = `temp-${randomUUID().slice(0, 8)}@example.com`;
   await page.getByLabel("E-mail").fill(email);
   await page.getByLabel("Name").fill("Temp Support");
@@ -138,7 +152,7 @@ test("disabling a staff member ends their live session", async ({ page, browser 
 test("a staff member enrols two-factor sign-in and then signs in with a code", async ({ page, browser }) => {
   const violations = watchCsp(page);
   await signInAsEngineer(page);
-  await page.getByRole("link", { name: "Staff" }).click();
+  await openLive(page, "Staff");
   const email = `totp-${randomUUID().slice(0, 8)}@example.com`;
   await page.getByLabel("E-mail").fill(email);
   await page.getByLabel("Name").fill("Totp Support");
