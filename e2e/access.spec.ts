@@ -24,7 +24,6 @@ async function keyStatus(request: APIRequestContext, apiKey: string) {
   return res.status();
 }
 
-/** Reads the one-time secret box, then dismisses it. */
 /**
  * Opens an engineer's page from the navigation and waits until it is live: its list, which the browser itself
  * queries, is shown. A form filled and sent before React has hydrated the page goes as a plain GET (seen on a
@@ -39,6 +38,7 @@ async function openLive(page: Page, name: "API clients" | "Staff") {
   await expect(list.first()).toBeVisible();
 }
 
+/** Reads the one-time secret box, then dismisses it. */
 async function takeSecret(page: Page, label: RegExp): Promise<string> {
   const box = page.getByRole("status", { name: label });
   await expect(box).toBeVisible();
