@@ -1,8 +1,8 @@
 /**
  * `npm test` without arguments: the whole suite, as CI runs it. The checks that need no services (typecheck,
  * lint, unit tier) side by side; one production build; then the lanes (lanes.ts), at most TEST_LANES at once
- * (default 6; fewer if the MariaDB server has no room for them) on the slots of TEST_LANE_SLOTS (default
- * "1,2,3,4,5,6"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, one
+ * (default 5; fewer if the MariaDB server has no room for them) on the slots of TEST_LANE_SLOTS (default
+ * "1,2,3,4,5"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, one
  * summary line, and the log's tail of whatever failed. Exit code 1 on any failure.
  */
 import { spawn } from "node:child_process";
@@ -118,8 +118,8 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
   const load = sampleLoad();
   rmSync(LOGS, { recursive: true, force: true });
   mkdirSync(LOGS, { recursive: true });
-  const slots = parseSlots(process.env.TEST_LANE_SLOTS ?? "1,2,3,4,5,6");
-  const wanted = Number(process.env.TEST_LANES ?? 6);
+  const slots = parseSlots(process.env.TEST_LANE_SLOTS ?? "1,2,3,4,5");
+  const wanted = Number(process.env.TEST_LANES ?? 5);
   if (!Number.isInteger(wanted) || wanted < 1) throw new Error("TEST_LANES must be a whole number, 1 or more");
   if (process.env.GATEWAY) console.log(`GATEWAY=${process.env.GATEWAY} is ignored: the suite runs both gateways`);
   console.log(`step logs: ${path.relative(root, LOGS)}/`);
