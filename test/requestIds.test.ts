@@ -123,7 +123,10 @@ describe("expiry, one instant", () => {
     // The header never promises more than the key lives: the database starts the lifetime when it runs the
     // completion, after the app sent it (seconds later under load), so the stored expiry is the one to wait out.
     const expiresAt = (await recordOf(key, CHARGES_ROUTE))!.expiresAt.getTime();
-    assert.ok(said <= expiresAt, `said ${new Date(said).toISOString()}, kept until ${new Date(expiresAt).toISOString()}`);
+    assert.ok(
+      said <= expiresAt,
+      `said ${new Date(said).toISOString()}, kept until ${new Date(expiresAt).toISOString()}`,
+    );
     await pause(expiresAt - Date.now() + 200);
     const auth = { Authorization: `Bearer ${apiKey}` };
     const lookup = await fetch(`${baseUrl}/api/charges?idempotency_key=${key}`, { headers: auth });
