@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { ChargesClient } from "@charges/client";
+import { isApiErrorCode, isRetryableCode } from "@charges/client/errorRegistry";
 import { startClusterStack, LEASE_MS, type ClusterStack } from "./stack";
 
 let stack: ClusterStack;
@@ -68,14 +69,14 @@ const refund = (instance: number, key: string, body: { charge: string; amount_ce
   post(instance, key, body, 10_000, "/api/refunds");
 
 /**
- * `copies` copies of one operation at once, alternating instances; those told to come back (409 in progress, or
- * 503 when the database is too busy under load: nothing was done) retry on the other instance until answered.
- * Exactly one fresh 201 among every answer, and every copy ends on the object it made. Returns that object's id.
+ * `copies` copies of one operation at once, alternating instances; those told to come back with the same key (the
+ * error registry's "retry": 409 in progress, or under load a 503 when the database was too busy or the gateway did
+ * not answer in time) retry on the other instance until answered. Exactly one fresh 201 among every answer, and
+ * every copy ends on the object it made. Returns that object's id.
  */
 async function copiesSettleOnOneObject(copies: number, send: (instance: number) => Promise<Answer>, label: string) {
-  const comeBack = (a: Answer) =>
-    (a.status === 409 && a.json.error?.code === "request_in_progress") ||
-    (a.status === 503 && a.json.error?.code === "service_unavailable");
+  const comeBack = ({ replayed, json }: Answer) =>
+    !replayed && isApiErrorCode(json.error?.code) && isRetryableCode(json.error.code);
   const first = await Promise.all(Array.from({ length: copies }, (_, i) => send(i % 2)));
   assert.ok(
     first.every((a) => a.status === 201 || comeBack(a)),

@@ -19,9 +19,9 @@ export type Lane = {
  * compute, so shards on stacks of their own overlap their waits. The Stripe pass runs fewer files (scripts/test.ts
  * GATEWAY_AGNOSTIC), so fewer shards.
  */
-export const NODE_SHARDS = { sim: 3, stripe: 2 } as const;
-/** The browser specs, likewise (a stack and a Chromium each). */
-export const E2E_SHARDS = 2;
+export const NODE_SHARDS = { sim: 3, stripe: 3 } as const;
+/** The browser specs, likewise (a stack and a Chromium each); e2e/dashboard.spec.ts alone fills the first. */
+export const E2E_SHARDS = 3;
 
 const testRun = (...args: string[]) => [...SERVER_CODE_FLAGS, "scripts/test.ts", "--no-build", ...args];
 const faultRun = [...SERVER_CODE_FLAGS, "scripts/faults.ts", "--duration", FAULT_RUN_SECONDS, "--no-build"];
@@ -41,17 +41,21 @@ const e2eLanes: Lane[] = Array.from({ length: E2E_SHARDS }, (_, i) => ({
 }));
 
 /**
- * Longest first (a clean-clone run, 2026-12-06: each node-sim shard about 6.5 min, e2e and node-stripe shards
- * 5.5, the fault runs 2-2.5, the cluster under 2), so the short lanes fill the slots that free up last. Smaller
- * shards six at once were slower beside a CPU hog (14m43s with a build 29 s shorter, against 14m45s; CPU 18m24s
- * against 16m12s): the lanes wait, but together they fill both cores, so more at once only stretched each.
+ * Five at once (runSuite.ts), in this order, so that the slots end together. Beside two CPU hogs (clean-clone runs,
+ * 2026-12-06) a node-sim shard took about 7.4 min, the Stripe and browser shards 6.7 when cut in two, the fault runs
+ * 3 and the cluster 2.6: seven long lanes on five slots left two slots two long lanes deep (13.3 min) while the
+ * others idled. Cut in three, the Stripe and browser shards (4.5-5.2) pair with a node-sim shard or with the short
+ * lanes (about 12.6). Smaller shards six at once were slower (CPU 18m24s against 16m12s): together the lanes fill
+ * both cores, so more at once only stretched each.
  */
 export const LANES: readonly Lane[] = [
-  // The node:test integration files, through the simulator's own protocol, then through the Stripe adapter
-  // (all but GATEWAY_AGNOSTIC in scripts/test.ts). Playwright, against stacks of their own.
+  // The node:test integration files through the simulator's own protocol; Playwright, against stacks of their own;
+  // the files through the Stripe adapter (all but GATEWAY_AGNOSTIC in scripts/test.ts).
   ...nodeLanes("sim"),
+  e2eLanes[0]!,
+  e2eLanes[1]!,
   ...nodeLanes("stripe"),
-  ...e2eLanes,
+  e2eLanes[2]!,
   { name: "faults-stripe", args: faultRun, gateway: "stripe" },
   { name: "faults-sim", args: faultRun, gateway: "sim" },
   // Three Galera nodes and two app instances (test/cluster).

@@ -1,6 +1,6 @@
 /**
  * `npm test` without arguments: the whole suite, as CI runs it. The checks that need no services (typecheck,
- * lint, unit tier) side by side; one production build; then the lanes (lanes.ts), at most TEST_LANES at once
+ * lint, unit tier) and one production build side by side; then the lanes (lanes.ts), at most TEST_LANES at once
  * (default 5; fewer if the MariaDB server has no room for them) on the slots of TEST_LANE_SLOTS (default
  * "1,2,3,4,5"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, one
  * summary line, and the log's tail of whatever failed. Exit code 1 on any failure.
@@ -124,18 +124,22 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
   if (process.env.GATEWAY) console.log(`GATEWAY=${process.env.GATEWAY} is ignored: the suite runs both gateways`);
   console.log(`step logs: ${path.relative(root, LOGS)}/`);
 
+  // The build beside the checks (under load it waited half a minute for them); the typecheck step checks what
+  // `next build` would check again. The build deletes and rewrites .next/, whose route types tsconfig.json includes:
+  // removed first, tsc cannot list a file the build then deletes (a clean clone has none either).
+  if (build) rmSync(path.join(root, ".next/types"), { recursive: true, force: true });
+  const buildEnv = {
+    NODE_ENV: "production",
+    SESSION_SECRET: randomBytes(32).toString("hex"),
+    CHARGES_TYPECHECKED: "1",
+  };
   const steps = await Promise.all([
     runLogged("typecheck", bin("tsc"), ["--noEmit"]),
     runLogged("lint", bin("biome"), ["check", "--error-on-warnings", "."]),
     runLogged("unit", process.execPath, ["--import", "tsx", "--test", ...unitFiles()]),
+    ...(build ? [runLogged("build", bin("next"), ["build"], buildEnv)] : []),
   ]);
   if (steps.some((s) => !s.ok)) return finish(steps, startedAt, load.stop());
-  if (build) {
-    // The typecheck step has just checked what `next build` would check again.
-    const env = { NODE_ENV: "production", SESSION_SECRET: randomBytes(32).toString("hex"), CHARGES_TYPECHECKED: "1" };
-    steps.push(await runLogged("build", bin("next"), ["build"], env));
-    if (!steps.at(-1)!.ok) return finish(steps, startedAt, load.stop());
-  }
 
   // No server answering: one private instance for every lane (each lane starting its own would collide on the port).
   const privateDb = await ensureServer(adminDatabaseUrl(), path.join(root, ".data/mariadb"));
