@@ -42,20 +42,18 @@ const e2eLanes: Lane[] = Array.from({ length: E2E_SHARDS }, (_, i) => ({
 
 /**
  * Five at once (runSuite.ts), in this order, so that the slots end together. Beside two CPU hogs (clean-clone runs,
- * 2026-12-06) a node-sim shard took about 7.4 min, the Stripe and browser shards 6.7 when cut in two, the fault runs
- * 3 and the cluster 2.6: seven long lanes on five slots left two slots two long lanes deep (13.3 min) while the
- * others idled. Cut in three, the Stripe and browser shards (4.5-5.2) pair with a node-sim shard or with the short
- * lanes (about 12.6). Smaller shards six at once were slower (CPU 18m24s against 16m12s): together the lanes fill
- * both cores, so more at once only stretched each.
+ * 2026-12-06) the node-sim shards took about 8.3 min, the Stripe and browser shards cut in three 4.1-5.1, the fault
+ * runs 2.4-2.9 and the cluster 2.2. Cut in two, the Stripe and browser shards (6.7) had left two slots two long
+ * lanes deep (13.3 min) while the others idled; now the slots beside the node-sim shards take the longest of the
+ * rest, so that what starts when those end is short (about 12.7). Smaller shards six at once were slower (CPU 18m24s
+ * against 16m12s): together the lanes fill both cores, so more at once only stretched each.
  */
 export const LANES: readonly Lane[] = [
-  // The node:test integration files through the simulator's own protocol; Playwright, against stacks of their own;
-  // the files through the Stripe adapter (all but GATEWAY_AGNOSTIC in scripts/test.ts).
+  // The node:test integration files through the simulator's own protocol, then through the Stripe adapter (all but
+  // GATEWAY_AGNOSTIC in scripts/test.ts); Playwright, against stacks of their own.
   ...nodeLanes("sim"),
-  e2eLanes[0]!,
-  e2eLanes[1]!,
   ...nodeLanes("stripe"),
-  e2eLanes[2]!,
+  ...e2eLanes,
   { name: "faults-stripe", args: faultRun, gateway: "stripe" },
   { name: "faults-sim", args: faultRun, gateway: "sim" },
   // Three Galera nodes and two app instances (test/cluster).
