@@ -223,6 +223,7 @@ type ClientWindowRow = {
   rejected: Num;
   lastKeylessAt: Date | string | null;
   lastAcceptedKeylessAt: Date | string | null;
+  firstBucket: Date | string;
 };
 
 /**
@@ -238,14 +239,15 @@ export async function rolloutStatus(now = new Date()) {
   const lastHourFrom = new Date(hourBucket(now).getTime() - HOUR);
   const inWindow = hourlyCounts("bucket_start >= ?", [hourBucket(windowStart)]);
   const inLastHour = hourlyCounts("bucket_start >= ?", [lastHourFrom]);
-  const [mode, windowRows, routeRows, lastHourRows, clients, firstCountedAt] = await Promise.all([
+  const [mode, windowRows, routeRows, lastHourRows, clients, firstCountedHourRead] = await Promise.all([
     getIdempotencyMode(),
     // last_keyless_at is the last accepted keyless request (a refused one never sets it), so refusing traffic
     // after enforcing never moves "clean from".
     db.$queryRawUnsafe<ClientWindowRow[]>(
       `SELECT api_client_id AS clientId, SUM(keyed) AS keyed, SUM(keyed_attempts) AS keyedAttempts,
               SUM(keyless) AS keyless, SUM(keyless_rejected) AS rejected, MAX(last_keyless_at) AS lastKeylessAt,
-              MAX(CASE WHEN keyless > 0 THEN last_keyless_at END) AS lastAcceptedKeylessAt
+              MAX(CASE WHEN keyless > 0 THEN last_keyless_at END) AS lastAcceptedKeylessAt,
+              MIN(bucket_start) AS firstBucket
          FROM ${inWindow.sql} GROUP BY api_client_id`,
       ...inWindow.values,
     ),
@@ -299,6 +301,12 @@ export async function rolloutStatus(now = new Date()) {
   });
 
   const keyedInWindow = perClient.reduce((sum, c) => sum + c.keyed, 0);
+  // Two reads at two moments: counts the app flushed between them are in the window but may be missing from the
+  // first counted hour (it read empty tables, and "safe at" went missing). No first hour after one the window saw.
+  const firstCountedAt = [firstCountedHourRead, ...windowRows.map((r) => toDate(r.firstBucket))].reduce<Date | null>(
+    (first, at) => (at !== null && (first === null || at < first) ? at : first),
+    null,
+  );
   const observedHours = firstCountedAt ? (now.getTime() - firstCountedAt.getTime()) / HOUR : 0;
   const blocking = perClient.filter((c) => c.blocking).sort((a, b) => b.keyless - a.keyless);
   const evidence = {
