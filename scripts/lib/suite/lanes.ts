@@ -17,7 +17,7 @@ export type Lane = {
 /**
  * How many shards each gateway's node:test files are cut into (shards.ts): the files wait far more than they
  * compute, so shards on stacks of their own overlap their waits. The Stripe pass runs fewer files (scripts/test.ts
- * GATEWAY_AGNOSTIC), so fewer shards.
+ * GATEWAY_AGNOSTIC), so its shards are shorter: they fill the slots beside the node-sim shards (LANES).
  */
 export const NODE_SHARDS = { sim: 3, stripe: 3 } as const;
 /** The browser specs, likewise (a stack and a Chromium each); e2e/dashboard.spec.ts alone fills the first. */

@@ -303,10 +303,8 @@ export async function rolloutStatus(now = new Date()) {
   const keyedInWindow = perClient.reduce((sum, c) => sum + c.keyed, 0);
   // Two reads at two moments: counts the app flushed between them are in the window but may be missing from the
   // first counted hour (it read empty tables, and "safe at" went missing). No first hour after one the window saw.
-  const firstCountedAt = [firstCountedHourRead, ...windowRows.map((r) => toDate(r.firstBucket))].reduce<Date | null>(
-    (first, at) => (at !== null && (first === null || at < first) ? at : first),
-    null,
-  );
+  const firsts = [firstCountedHourRead, ...windowRows.map((r) => toDate(r.firstBucket))].filter((d) => d !== null);
+  const firstCountedAt = firsts.length ? new Date(Math.min(...firsts.map((d) => d.getTime()))) : null;
   const observedHours = firstCountedAt ? (now.getTime() - firstCountedAt.getTime()) / HOUR : 0;
   const blocking = perClient.filter((c) => c.blocking).sort((a, b) => b.keyless - a.keyless);
   const evidence = {
