@@ -107,6 +107,10 @@ try {
   console.log(`\nfault run finished in ${Math.round(result.durationMs / 1000)} s (seed ${seed})`);
   console.log(`operations ${result.observations.length}: ${JSON.stringify(byKind)}`);
   console.log(`answers: ${JSON.stringify(byStatus)}`);
+  console.log(
+    `final answers: ${verdict.finished} operations, the slowest ${verdict.slowestFinalMs} ms after its first ` +
+      `attempt (the bound: ${verdict.finalBoundMs} ms, plus the database's outages in its way)`,
+  );
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
   const { stalls } = result;
   console.log(

@@ -9,7 +9,9 @@ const record = (id: number, tookMs: number) => ({
   id: BigInt(id),
   route: "POST /api/charges",
   createdAt: at(0),
+  lastAttemptAt: at(0),
   completedAt: at(tookMs),
+  finishedBy: "abandoned",
 });
 
 test("an operation answered within REAP + the gateway timeout + the landing time + 10 s passes; later fails", () => {
@@ -24,4 +26,14 @@ test("the database's outages during the operation are added to its bound, only a
   assert.equal(answeredLate([record(2, limit + 7_001)], bound, [outage]).length, 1);
   const before = { from: at(-9_000).getTime(), to: at(-1).getTime() };
   assert.equal(answeredLate([record(3, limit + 1)], bound, [before]).length, 1, "an outage before it is no excuse");
+});
+
+test("a late answer says what it waited on: its last attempt, who finished it, its longest wait for a sweep", () => {
+  const [line] = answeredLate(
+    [{ ...record(1, limit + 5_000), lastAttemptAt: at(2_000) }],
+    bound,
+    [],
+    [at(1_000).getTime(), at(3_000).getTime(), at(15_000).getTime()],
+  );
+  assert.match(line!, /last attempt at \+2000 ms, finished by abandoned, no sweep started for 12000 ms/);
 });

@@ -125,7 +125,7 @@ export async function startFaultStack() {
     throw error;
   }
   const startedGateway = gateway; // a const, so that stop() below sees it started
-  let sweeper = startSweeper(env, log("sweeper"));
+  const sweeper = startSweeper(env, log("sweeper"));
   // Appended to one log: a restarted dispatcher's lines follow its predecessor's.
   const startDispatchers = (count: number) =>
     Array.from({ length: count }, (_, i) => startDispatcher(env, log(`dispatcher-${i}`)));
@@ -161,10 +161,6 @@ export async function startFaultStack() {
     },
     /** How many dispatchers run now. */
     dispatcherCount: () => dispatchers.filter((d) => d.child.exitCode === null && d.child.signalCode === null).length,
-    async restartSweeper() {
-      await sweeper.stop();
-      sweeper = startSweeper(env, log("sweeper"));
-    },
     async stopSweeper() {
       await sweeper.stop();
     },

@@ -10,7 +10,7 @@ import { keyToBytes, decodeRecord } from "~/server/idempotency/reading";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { env } from "~/env";
-import { answeredLate, type Outage } from "./finalInTime";
+import { answeredLate, boundMs, type Outage } from "./finalInTime";
 import { contradictedAnswers, type NoMoneyAnswer } from "./noMoneyAnswers";
 import type { RequiredWindow } from "./requiredWindows";
 import type { ChargeObservation, Observation, RefundObservation } from "./run";
@@ -51,9 +51,15 @@ async function noMoneyAnswers(since: Date): Promise<NoMoneyAnswer[]> {
 async function finishedRecords(since: Date) {
   const rows = await db.idempotentRequest.findMany({
     where: { state: "complete", createdAt: { gte: since } },
-    select: { id: true, route: true, createdAt: true, updatedAt: true },
+    select: { id: true, route: true, createdAt: true, lastAttemptAt: true, updatedAt: true, finishedBy: true },
   });
-  return rows.map((r) => ({ id: r.id, route: r.route, createdAt: r.createdAt, completedAt: r.updatedAt }));
+  return rows.map((r) => ({ ...r, completedAt: r.updatedAt }));
+}
+
+/** When each of the run's sweeps started (the sweeper's and the closing ones), in ms. */
+async function sweepStarts(since: Date): Promise<number[]> {
+  const runs = await db.sweepRun.findMany({ where: { startedAt: { gte: since } }, select: { startedAt: true } });
+  return runs.map((r) => r.startedAt.getTime()).sort((a, b) => a - b);
 }
 
 export async function verifyRun(
@@ -82,7 +88,7 @@ export async function verifyRun(
     lateLandingMs: gateway.lateLandingMs,
   };
   const finished = await finishedRecords(since);
-  violations.push(...answeredLate(finished, bound, outages));
+  violations.push(...answeredLate(finished, bound, outages, await sweepStarts(since)));
 
   // At most one gateway charge per operation (a client's key; a keyless request is its own record).
   const perOperation = new Map<string, number>();
@@ -173,6 +179,9 @@ export async function verifyRun(
     violations,
     report,
     finished: finished.length,
+    /** How long the slowest operation took to its final answer, and the bound without outages (the margin). */
+    slowestFinalMs: Math.max(0, ...finished.map((r) => r.completedAt.getTime() - r.createdAt.getTime())),
+    finalBoundMs: boundMs(bound),
     gatewayCharges: gatewayCharges.length,
     gatewayRefunds: gatewayRefunds.length,
     insideWindows,

@@ -2,8 +2,8 @@
  * `npm test` without arguments: the whole suite, as CI runs it. The checks that need no services (typecheck,
  * lint, unit tier) and one production build side by side; then the lanes (lanes.ts), at most TEST_LANES at once
  * (default 5; fewer if the MariaDB server has no room for them) on the slots of TEST_LANE_SLOTS (default
- * "1,2,3,4,5"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, one
- * summary line, and the log's tail of whatever failed. Exit code 1 on any failure.
+ * "1,2,3,4,5"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, the
+ * log's tail of whatever failed, the lines that say what failed and one summary line. Exit code 1 on any failure.
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -90,12 +90,29 @@ function sampleLoad() {
   };
 }
 
+/**
+ * The lines of a failed step's log that say what failed (node:test's and Playwright's failure marks, assertion
+ * errors, the fault run's violations), a few per step: printed last, beside the summary, so that a reader who sees
+ * only the end of CI's output still sees why.
+ */
+const FAILURE_LINE = /^\s*(not ok\b|✖|✘|\d+\) |fault run: seed|violations:|Error:|AssertionError|error: )/;
+const DIGEST_LINES = 6;
+
+function failureDigest(step: Step): string[] {
+  const lines = readFileSync(step.log, "utf8")
+    .split("\n")
+    .filter((l) => FAILURE_LINE.test(l));
+  const unique = [...new Set(lines.map((l) => l.trim().slice(0, 200)))];
+  return unique.slice(0, DIGEST_LINES).map((l) => `  ${step.name}: ${l}`);
+}
+
 function finish(steps: Step[], startedAt: number, load: string): number {
   const failed = steps.filter((s) => !s.ok);
   for (const step of failed) {
     console.log(`\n---- ${step.name} FAILED; the last ${TAIL_LINES} lines of ${path.relative(root, step.log)}:`);
     console.log(tail(step.log));
   }
+  if (failed.length > 0) console.log(`\nwhat failed:\n${failed.flatMap(failureDigest).join("\n")}`);
   const parts = steps.map((s) => `${s.name} ${s.ok ? "ok" : "FAILED"} ${seconds(s.ms)}`).join(", ");
   const cpu = seconds(steps.reduce((n, s) => n + s.cpuMs, 0));
   const verdict = failed.length === 0 ? "PASSED" : "FAILED";
