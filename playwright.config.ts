@@ -5,6 +5,9 @@ export default defineConfig({
   testDir: "e2e",
   outputDir: "test-results",
   timeout: 60_000,
+  // An assertion polls until its condition holds: the default 5 s is too short a deadline for a page's round trip on
+  // a loaded CI machine (the suite runs five stacks on two cores); a passing assertion is no slower for it.
+  expect: { timeout: 15_000 },
   workers: 1,
   reporter: [["list"]],
   use: {

@@ -56,6 +56,18 @@ export const cellsOf = (row: Locator) => row.getByRole("cell").allTextContents()
 /** "1,234" -> 1234. */
 export const count = (text: string | undefined) => Number((text ?? "").replace(/[^\d]/g, ""));
 
+/**
+ * The page as if its tab were in the background: the dashboard's refreshes stop (TanStack Query refetches on an
+ * interval only in a visible document), so the next request the page makes is one a click asked for, however slowly
+ * the machine runs. A navigation brings a fresh, visible document.
+ */
+export async function sendToBackground(page: Page) {
+  await page.evaluate(() => {
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+}
+
 /** One sweep, as the worker runs it (a short reap time: the tests' records are minutes old at most). */
 export function sweepOnce() {
   execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {

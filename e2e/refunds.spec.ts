@@ -153,8 +153,8 @@ test("a pasted refund id opens its charge; a pasted Request-Id opens the request
   // The answer's events are written within a second of it.
   await expect(async () => {
     await search(requestId);
-    await page.waitForURL(/\/admin\/requests\/\d+$/, { timeout: 2_000 });
-  }).toPass({ timeout: 15_000 });
+    await page.waitForURL(/\/admin\/requests\/\d+$/, { timeout: 5_000 });
+  }).toPass({ timeout: 45_000 });
   await expect(page.getByRole("heading", { level: 1 })).toContainText(key);
   await expect(page.getByTestId("linked-refund")).toContainText(refund.id);
   await expect(page.getByTestId("timeline")).toContainText(requestId);

@@ -109,7 +109,8 @@ try {
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(
     `final answers: ${verdict.finished} operations, the slowest ${verdict.slowestFinalMs} ms after its first ` +
-      `attempt (the bound: ${verdict.finalBoundMs} ms, plus the database's outages in its way)`,
+      `attempt (the bound: ${verdict.finalBoundMs} ms, or two sweeps after it, plus the database's outages in its ` +
+      `way); the longest stretch without a sweep ${verdict.longestSweepGapMs} ms`,
   );
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
   const { stalls } = result;

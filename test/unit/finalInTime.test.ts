@@ -28,12 +28,30 @@ test("the database's outages during the operation are added to its bound, only a
   assert.equal(answeredLate([record(3, limit + 1)], bound, [before]).length, 1, "an outage before it is no excuse");
 });
 
+/** A sweep begun at `startMs` that took `tookMs`. */
+const sweep = (startMs: number, tookMs = 100) => ({
+  startedAt: at(startMs).getTime(),
+  finishedAt: at(startMs + tookMs).getTime(),
+});
+
 test("a late answer says what it waited on: its last attempt, who finished it, its longest wait for a sweep", () => {
   const [line] = answeredLate(
     [{ ...record(1, limit + 5_000), lastAttemptAt: at(2_000) }],
     bound,
     [],
-    [at(1_000).getTime(), at(3_000).getTime(), at(15_000).getTime()],
+    [sweep(1_000), sweep(3_000), sweep(15_000)],
   );
   assert.match(line!, /last attempt at \+2000 ms, finished by abandoned, no sweep started for 12000 ms/);
+});
+
+test("on a loaded machine the bound waits for the second sweep begun once the operation is due, not the clock", () => {
+  const due = limit - SLACK_MS;
+  // Sweeps 20 s apart: the second one after the due time ends 40.5 s after it.
+  const slow = [sweep(due - 1_000), sweep(due + 20_000, 500), sweep(due + 40_000, 500), sweep(due + 60_000)];
+  assert.deepEqual(answeredLate([record(1, due + 40_500)], bound, [], slow), []);
+  assert.equal(answeredLate([record(2, due + 40_501)], bound, [], slow).length, 1, "later than that sweep: late");
+  // Sweeps every second: the 10 s of slack is the bound, as without sweeps.
+  const steady = Array.from({ length: 40 }, (_, i) => sweep(i * 1_000));
+  assert.deepEqual(answeredLate([record(3, limit)], bound, [], steady), []);
+  assert.equal(answeredLate([record(4, limit + 1)], bound, [], steady).length, 1);
 });

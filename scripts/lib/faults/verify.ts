@@ -10,7 +10,7 @@ import { keyToBytes, decodeRecord } from "~/server/idempotency/reading";
 import { checkLedgerInvariants, describeReport } from "~/server/ledger/invariants";
 import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { env } from "~/env";
-import { answeredLate, boundMs, type Outage } from "./finalInTime";
+import { answeredLate, boundMs, longestSweepGap, type Outage, type Sweep } from "./finalInTime";
 import { contradictedAnswers, type NoMoneyAnswer } from "./noMoneyAnswers";
 import type { RequiredWindow } from "./requiredWindows";
 import type { ChargeObservation, Observation, RefundObservation } from "./run";
@@ -56,10 +56,10 @@ async function finishedRecords(since: Date) {
   return rows.map((r) => ({ ...r, completedAt: r.updatedAt }));
 }
 
-/** When each of the run's sweeps started (the sweeper's and the closing ones), in ms. */
-async function sweepStarts(since: Date): Promise<number[]> {
-  const runs = await db.sweepRun.findMany({ where: { startedAt: { gte: since } }, select: { startedAt: true } });
-  return runs.map((r) => r.startedAt.getTime()).sort((a, b) => a - b);
+/** The run's sweeps (the sweeper's and the closing ones), in order of start. */
+async function sweepsOf(since: Date): Promise<Sweep[]> {
+  const runs = await db.sweepRun.findMany({ where: { startedAt: { gte: since } }, orderBy: { startedAt: "asc" } });
+  return runs.map((r) => ({ startedAt: r.startedAt.getTime(), finishedAt: r.finishedAt?.getTime() ?? null }));
 }
 
 export async function verifyRun(
@@ -88,7 +88,8 @@ export async function verifyRun(
     lateLandingMs: gateway.lateLandingMs,
   };
   const finished = await finishedRecords(since);
-  violations.push(...answeredLate(finished, bound, outages, await sweepStarts(since)));
+  const sweeps = await sweepsOf(since);
+  violations.push(...answeredLate(finished, bound, outages, sweeps));
 
   // At most one gateway charge per operation (a client's key; a keyless request is its own record).
   const perOperation = new Map<string, number>();
@@ -182,6 +183,7 @@ export async function verifyRun(
     /** How long the slowest operation took to its final answer, and the bound without outages (the margin). */
     slowestFinalMs: Math.max(0, ...finished.map((r) => r.completedAt.getTime() - r.createdAt.getTime())),
     finalBoundMs: boundMs(bound),
+    longestSweepGapMs: longestSweepGap(sweeps, since.getTime(), until.getTime()),
     gatewayCharges: gatewayCharges.length,
     gatewayRefunds: gatewayRefunds.length,
     insideWindows,
