@@ -64,7 +64,7 @@ export const count = (text: string | undefined) => Number((text ?? "").replace(/
 export async function sendToBackground(page: Page) {
   await page.evaluate(() => {
     Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
-    document.dispatchEvent(new Event("visibilitychange"));
+    document.dispatchEvent(new Event("visibilitychange", { bubbles: true }));
   });
 }
 

@@ -109,8 +109,8 @@ try {
   console.log(`answers: ${JSON.stringify(byStatus)}`);
   console.log(
     `final answers: ${verdict.finished} operations, the slowest ${verdict.slowestFinalMs} ms after its first ` +
-      `attempt (the bound: ${verdict.finalBoundMs} ms, or two sweeps after it, plus the database's outages in its ` +
-      `way); the longest stretch without a sweep ${verdict.longestSweepGapMs} ms`,
+      `attempt (the bound: ${verdict.finalBoundMs} ms and the database's outages in its way, or longer where the ` +
+      `sweeper's sweeps came slower); the longest stretch without a sweep ${verdict.longestSweepGapMs} ms`,
   );
   console.log(`faults: ${JSON.stringify(result.faultsDone)}, deadlocks forced ${result.deadlocksForced}`);
   const { stalls } = result;

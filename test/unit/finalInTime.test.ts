@@ -55,3 +55,21 @@ test("on a loaded machine the bound waits for the second sweep begun once the op
   assert.deepEqual(answeredLate([record(3, limit)], bound, [], steady), []);
   assert.equal(answeredLate([record(4, limit + 1)], bound, [], steady).length, 1);
 });
+
+test("only finished sweeps count; without sweeps (a dead sweeper) the bound is in time alone", () => {
+  const due = limit - SLACK_MS;
+  const unfinished = { startedAt: at(due + 20_000).getTime(), finishedAt: null };
+  const sweeps = [sweep(due + 1_000), unfinished, sweep(due + 30_000)];
+  assert.deepEqual(answeredLate([record(1, due + 30_100)], bound, [], sweeps), []);
+  assert.equal(answeredLate([record(2, due + 30_101)], bound, [], sweeps).length, 1);
+  assert.equal(answeredLate([record(3, limit + 1)], bound, [], []).length, 1, "no sweeps: the old bound");
+});
+
+test("an outage is added to the bound in time, not again to the sweeps after it", () => {
+  const due = limit - SLACK_MS;
+  const outage = { from: at(due).getTime(), to: at(due + 20_000).getTime() };
+  // Sweeps every second once the database is back: the second ends 21.1 s after the due time.
+  const after = Array.from({ length: 30 }, (_, i) => sweep(due + 20_000 + i * 1_000));
+  assert.deepEqual(answeredLate([record(1, limit + 20_000)], bound, [outage], after), []);
+  assert.equal(answeredLate([record(2, limit + 20_001)], bound, [outage], after).length, 1);
+});

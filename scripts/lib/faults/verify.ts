@@ -3,6 +3,7 @@
  * answer a client saw agrees with the ledger. Runs in the fault runner's
  * process, whose environment points at the run's database and gateway.
  */
+import { hostname } from "node:os";
 import { CHARGES_ROUTE } from "~/server/charges/chargeOperation";
 import { db } from "~/server/db";
 import { deriveGatewayKey, gateway, type ListedGatewayCharge } from "~/server/gateway";
@@ -47,7 +48,7 @@ async function noMoneyAnswers(since: Date): Promise<NoMoneyAnswer[]> {
   });
 }
 
-/** Every complete record of the run: when it was first attempted and when its answer was stored. */
+/** Every complete record of the run: when it was first and last attempted, when its answer was stored, by whom. */
 async function finishedRecords(since: Date) {
   const rows = await db.idempotentRequest.findMany({
     where: { state: "complete", createdAt: { gte: since } },
@@ -56,9 +57,15 @@ async function finishedRecords(since: Date) {
   return rows.map((r) => ({ ...r, completedAt: r.updatedAt }));
 }
 
-/** The run's sweeps (the sweeper's and the closing ones), in order of start. */
+/**
+ * The background sweeper's sweeps, in order of start: not this process's own (the fault run's extra sweeps, the
+ * closing ones), which would stand in for a sweeper that died.
+ */
 async function sweepsOf(since: Date): Promise<Sweep[]> {
-  const runs = await db.sweepRun.findMany({ where: { startedAt: { gte: since } }, orderBy: { startedAt: "asc" } });
+  const runs = await db.sweepRun.findMany({
+    where: { startedAt: { gte: since }, instance: { not: `${hostname()}:${process.pid}` } },
+    orderBy: { startedAt: "asc" },
+  });
   return runs.map((r) => ({ startedAt: r.startedAt.getTime(), finishedAt: r.finishedAt?.getTime() ?? null }));
 }
 

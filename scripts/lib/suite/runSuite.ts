@@ -14,6 +14,7 @@ import { adminDatabaseUrl, root } from "../config";
 import { ensureServer } from "../mariadbServer";
 import { bin } from "../processes";
 import { makeRoomForLanes } from "./connections";
+import { failureDigest } from "./failureDigest";
 import { LANES } from "./lanes";
 import { parseSlots, runOnSlots } from "./schedule";
 
@@ -90,29 +91,14 @@ function sampleLoad() {
   };
 }
 
-/**
- * The lines of a failed step's log that say what failed (node:test's and Playwright's failure marks, assertion
- * errors, the fault run's violations), a few per step: printed last, beside the summary, so that a reader who sees
- * only the end of CI's output still sees why.
- */
-const FAILURE_LINE = /^\s*(not ok\b|✖|✘|\d+\) |fault run: seed|violations:|Error:|AssertionError|error: )/;
-const DIGEST_LINES = 6;
-
-function failureDigest(step: Step): string[] {
-  const lines = readFileSync(step.log, "utf8")
-    .split("\n")
-    .filter((l) => FAILURE_LINE.test(l));
-  const unique = [...new Set(lines.map((l) => l.trim().slice(0, 200)))];
-  return unique.slice(0, DIGEST_LINES).map((l) => `  ${step.name}: ${l}`);
-}
-
 function finish(steps: Step[], startedAt: number, load: string): number {
   const failed = steps.filter((s) => !s.ok);
   for (const step of failed) {
     console.log(`\n---- ${step.name} FAILED; the last ${TAIL_LINES} lines of ${path.relative(root, step.log)}:`);
     console.log(tail(step.log));
   }
-  if (failed.length > 0) console.log(`\nwhat failed:\n${failed.flatMap(failureDigest).join("\n")}`);
+  const digest = failed.flatMap((s) => failureDigest(readFileSync(s.log, "utf8")).map((l) => `  ${s.name}: ${l}`));
+  if (failed.length > 0) console.log(`\nwhat failed:\n${digest.join("\n")}`);
   const parts = steps.map((s) => `${s.name} ${s.ok ? "ok" : "FAILED"} ${seconds(s.ms)}`).join(", ");
   const cpu = seconds(steps.reduce((n, s) => n + s.cpuMs, 0));
   const verdict = failed.length === 0 ? "PASSED" : "FAILED";
@@ -153,7 +139,8 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
   const steps = await Promise.all([
     runLogged("typecheck", bin("tsc"), ["--noEmit"]),
     runLogged("lint", bin("biome"), ["check", "--error-on-warnings", "."]),
-    runLogged("unit", process.execPath, ["--import", "tsx", "--test", ...unitFiles()]),
+    // The spec reporter (a file gets TAP otherwise): an assertion's message on the line of its error.
+    runLogged("unit", process.execPath, ["--import", "tsx", "--test", "--test-reporter=spec", ...unitFiles()]),
     ...(build ? [runLogged("build", bin("next"), ["build"], buildEnv)] : []),
   ]);
   if (steps.some((s) => !s.ok)) return finish(steps, startedAt, load.stop());
