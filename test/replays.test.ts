@@ -17,7 +17,9 @@ import {
   postCharge,
   recordsWithKey,
   seedRecord,
+  scrapeMetrics,
   uniqueKey,
+  waitFor,
   onlyWork,
   withMetricsCredential,
 } from "./helpers";
@@ -137,7 +139,7 @@ describe("replays and reuse", () => {
    * a slower run of requests met more of the app's background work).
    */
   const databaseClaims = async (): Promise<number> => {
-    const text = await (await fetch(`${APP_URL}/api/metrics`, withMetricsCredential)).text();
+    const { text } = await scrapeMetrics(withMetricsCredential.headers.Authorization);
     const counts = text.matchAll(/^charges_idempotency_claim_seconds_count\{[^}]*\} (\d+)$/gm);
     return [...counts].reduce((n, [, count]) => n + Number(count), 0);
   };
@@ -150,7 +152,7 @@ describe("replays and reuse", () => {
     const before = await databaseClaims();
     const first = postCharge({ apiKey, key, body });
     // In flight once its claim is counted, however slowly the machine ran it.
-    while ((await databaseClaims()) === before) await new Promise((r) => setTimeout(r, 50));
+    await waitFor("the first request's claim", async () => (await databaseClaims()) > before, 30_000);
     const retries = 10;
     const inFlight = await databaseClaims();
     for (let i = 0; i < retries; i++) assertError(await postCharge({ apiKey, key, body }), 409, "request_in_progress");
