@@ -26,6 +26,7 @@
  */
 import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
+import { bundleForRun } from "./lib/bundles";
 import { loadDotEnv } from "./lib/config";
 import { makePlan } from "./lib/faults/plan";
 import { startWebhookReceivers, type WebhookReceivers } from "./lib/faults/receivers";
@@ -64,6 +65,8 @@ if (!values["no-build"]) {
   // The build reads the environment (a throwaway session secret is enough: the run's apps get their own).
   await run("next", ["build"], { NODE_ENV: "production", SESSION_SECRET: randomBytes(32).toString("hex") });
 }
+// Workers and the gateway from bundles: a fault run kills and restarts them by the dozen (lib/bundles.ts).
+await bundleForRun();
 const stack = await startFaultStack();
 let exitCode = 1;
 let receivers: WebhookReceivers | undefined;

@@ -19,6 +19,7 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { provisionAppUser } from "./lib/appUser";
 import { sweepUntilNothingInProgress } from "./lib/closingSweeps";
+import { bundleForRun } from "./lib/bundles";
 import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
@@ -121,6 +122,12 @@ async function closingLedgerCheck(since: Date) {
   const report = await checkLedgerInvariants({ since });
   return { ok: report.ok, summary: describeReport(report) };
 }
+const chosen = testFiles("test").filter((f) => nodeFilters.length > 0 || !stripePass || !GATEWAY_AGNOSTIC.includes(f));
+const gatewayName = stripePass ? "stripe" : "sim";
+const files = shard ? filesOfShard(chosen, shard, (f) => secondsOf(f, gatewayName)) : chosen;
+// The chosen files, the workers and the simulated gateway run from bundles made now (lib/bundles.ts).
+const testBundles = await bundleForRun(runNodeTests ? files : []);
+
 try {
   const gatewayDatabase = { port: config.gatewayPort, databaseUrl: config.gatewayDatabaseUrl };
   services.push(await startGateway({ ...gatewayDatabase, searchLagMs: TEST_SEARCH_LAG_MS, quiet: true }));
@@ -129,11 +136,6 @@ try {
   // The webhook dispatcher, as npm start runs it: the tests' receivers get what it posts (test/webhooks*.test.ts).
   services.push(startDispatcher(appEnv, { quiet: true }));
 
-  const chosen = testFiles("test").filter(
-    (f) => nodeFilters.length > 0 || !stripePass || !GATEWAY_AGNOSTIC.includes(f),
-  );
-  const gatewayName = stripePass ? "stripe" : "sim";
-  const files = shard ? filesOfShard(chosen, shard, (f) => secondsOf(f, gatewayName)) : chosen;
   if (shard && runNodeTests) console.log(`shard ${shard.index}/${shard.count}: ${files.join(" ")}`);
   if (stripePass && nodeFilters.length === 0) {
     console.log(
@@ -146,11 +148,10 @@ try {
   if (timesFile) reporters.push(`--test-reporter=${FILE_TIMES_REPORTER}`, `--test-reporter-destination=${timesFile}`);
   if (runNodeTests && files.length > 0) {
     // One file at a time: the fault tests kill and restart servers.
-    await run(
-      process.execPath,
-      [...SERVER_CODE_FLAGS, "--import", "tsx", "--test", "--test-concurrency=1", ...reporters, ...files],
-      testEnv,
-    ).catch((e) => failures.push(String(e)));
+    const flags = [...SERVER_CODE_FLAGS, "--enable-source-maps", "--test", "--test-concurrency=1"];
+    await run(process.execPath, [...flags, ...reporters, ...testBundles], testEnv).catch((e) =>
+      failures.push(String(e)),
+    );
   }
   if (runFaults) {
     // Its own stack (private MariaDB, gateway, two app instances, sweeper); prints the seed that replays it.

@@ -8,6 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
 import path from "node:path";
+import { bundleForRun } from "./lib/bundles";
 import { loadDotEnv, root } from "./lib/config";
 import { galeraMissing } from "./lib/galera";
 import { run, SERVER_CODE_FLAGS } from "./lib/processes";
@@ -32,15 +33,15 @@ const files = readdirSync(path.join(root, "test/cluster"))
   .filter((f) => f.endsWith(".test.ts"))
   .map((f) => `test/cluster/${f}`);
 try {
-  await run(process.execPath, [
+  const bundles = await bundleForRun(files);
+  const flags = [
     ...SERVER_CODE_FLAGS,
-    "--import",
-    "tsx",
+    "--enable-source-maps",
     "--test",
     "--test-concurrency=1",
     "--test-reporter=spec",
-    ...files,
-  ]);
+  ];
+  await run(process.execPath, [...flags, ...bundles]);
   console.log(`\ncluster test passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (error) {
   console.error(

@@ -95,8 +95,8 @@ export async function startGateway(
   const lag = opts.searchLagMs === undefined ? {} : { GATEWAY_SEARCH_LAG_MS: String(opts.searchLagMs) };
   const { service, ready } = await startService(
     "gateway",
-    bin("tsx"),
-    ["src/gateway-sim/server.ts"],
+    process.execPath,
+    scriptArgs("src/gateway-sim/server.ts"),
     { GATEWAY_PORT: String(opts.port), GATEWAY_DATABASE_URL: opts.databaseUrl, ...lag },
     `${url}/health`,
     url,
@@ -136,14 +136,24 @@ export async function startApp(opts: { port: number; env: Env } & Output): Promi
  */
 export const SERVER_CODE_FLAGS = ["--conditions=react-server"];
 
+/** The server scripts that test runs start from bundles (bundles.ts). */
+export const SERVER_SCRIPTS = ["src/worker/sweeper.ts", "src/worker/dispatcher.ts", "src/gateway-sim/server.ts"];
+export const bundleOf = (dir: string, file: string) => path.join(dir, file.replace(/\.tsx?$/, ".mjs"));
+
 /**
- * A server script (a worker) as ONE process: node with tsx's loader, not tsx's CLI, which runs the script in a child
- * of its own. A SIGKILL (a fault, or stopChild's last resort) is not relayed to that child: it went on as an orphan,
- * still working on the database (a fault run's "killed" dispatchers all kept posting, one with another run's
- * settings).
+ * node's arguments for a server script, as ONE process: node with tsx's loader, not tsx's CLI, which runs the script
+ * in a child of its own. A SIGKILL (a fault, or stopChild's last resort) is not relayed to that child: it went on as
+ * an orphan, still working on the database (a fault run's "killed" dispatchers all kept posting, one with another
+ * run's settings). In a test run that bundled it (TEST_BUNDLES), its bundle.
  */
+function scriptArgs(script: string): string[] {
+  const bundles = process.env.TEST_BUNDLES;
+  if (bundles) return [...SERVER_CODE_FLAGS, "--enable-source-maps", bundleOf(bundles, script)];
+  return ["--import", "tsx", ...SERVER_CODE_FLAGS, script];
+}
+
 function startServerScript(name: string, script: string, env: Env, output: Output): Service {
-  const child = spawn(process.execPath, ["--import", "tsx", ...SERVER_CODE_FLAGS, script], {
+  const child = spawn(process.execPath, scriptArgs(script), {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: stdio(output),

@@ -37,7 +37,7 @@ function scriptVariables(): Map<string, string | undefined> {
     }
   }
   // The operating system's, and what the test runner sets for the processes it starts.
-  for (const internal of ["PATH", "USER", "TEST_APP_URL"]) found.delete(internal);
+  for (const internal of ["PATH", "USER", "TEST_APP_URL", "TEST_BUNDLES"]) found.delete(internal);
   return found;
 }
 

@@ -3,7 +3,8 @@
  * last event of the file before it to its own last, loading and hooks included) and the sum of its top-level
  * tests' durations, as JSON lines. The node lanes write it next to their log
  * (.data/test-lanes/<lane>.times.jsonl), so that the slowest files, and the shards' balance (fileSeconds.ts), are
- * measured, not guessed. Plain JavaScript: node:test loads reporters before tsx's --import hook.
+ * measured, not guessed. Plain JavaScript: node:test loads it as it is, beside the bundled test files
+ * (scripts/lib/bundles.ts).
  *
  * @typedef {{ file?: string; nesting?: number; details?: { duration_ms?: number } }} EventData
  * @param {AsyncIterable<{ type: string; data: EventData }>} source
@@ -27,7 +28,8 @@ export default async function* fileTimes(source) {
   for (const [file, t] of files) {
     const wallMs = t.lastAt - previousEnd;
     previousEnd = t.lastAt;
-    const relative = file.slice(file.indexOf("/test/") + 1);
+    // The file as the repository names it, not its bundle (compileTests.ts).
+    const relative = file.slice(file.indexOf("/test/") + 1).replace(/\.mjs$/, ".ts");
     yield `${JSON.stringify({ file: relative, wallMs, testsMs: Math.round(t.testsMs), failed: t.failed })}\n`;
   }
 }

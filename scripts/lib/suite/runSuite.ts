@@ -5,6 +5,7 @@
  * "1,2,3,4,5"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, the
  * log's tail of whatever failed, the lines that say what failed and one summary line. Exit code 1 on any failure.
  */
+import { bundle } from "../bundles";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -140,7 +141,9 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
     runLogged("typecheck", bin("tsc"), ["--noEmit"]),
     runLogged("lint", bin("biome"), ["check", "--error-on-warnings", "."]),
     // The spec reporter (a file gets TAP otherwise): an assertion's message on the line of its error.
-    runLogged("unit", process.execPath, ["--import", "tsx", "--test", "--test-reporter=spec", ...unitFiles()]),
+    bundle(unitFiles(), path.join(root, ".data/bundles/unit")).then((files) =>
+      runLogged("unit", process.execPath, ["--enable-source-maps", "--test", "--test-reporter=spec", ...files]),
+    ),
     ...(build ? [runLogged("build", bin("next"), ["build"], buildEnv)] : []),
   ]);
   if (steps.some((s) => !s.ok)) return finish(steps, startedAt, load.stop());
