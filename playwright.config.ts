@@ -4,7 +4,9 @@ import { defineConfig } from "@playwright/test";
 export default defineConfig({
   testDir: "e2e",
   outputDir: "test-results",
-  timeout: 60_000,
+  // A test's whole time guards against a hang, it is no verdict: beside a CPU hog, a long one (a slow card, a sweep,
+  // five pages on a phone) took over 60 s.
+  timeout: 120_000,
   // An assertion polls until its condition holds: the default 5 s is too short a deadline for a page's round trip on
   // a loaded CI machine (the suite runs five stacks on two cores); a passing assertion is no slower for it.
   expect: { timeout: 15_000 },

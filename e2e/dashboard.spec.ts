@@ -6,12 +6,10 @@
  * checked with axe, for width on a phone, for CSP violations, and (with
  * E2E_SCREENSHOTS=1) shot at 1280 and 390 px into e2e/artifacts/.
  */
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type APIRequestContext, type Locator, type Page } from "@playwright/test";
-import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
-import { keylessRetry, login, screenshot, sendToBackground, watchConsole } from "./lib";
+import { keylessRetry, login, screenshot, sendToBackground, sweepOnce, watchConsole } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 
@@ -33,13 +31,6 @@ function watchCsp(page: Page): string[] {
     if (/Content Security Policy/i.test(msg.text())) violations.push(msg.text());
   });
   return violations;
-}
-
-function sweepOnce() {
-  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
-    env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
-    stdio: "inherit",
-  });
 }
 
 /**

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import * as mariadb from "mariadb";
-import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { serverScriptArgs } from "../scripts/lib/processes";
 import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
 
 export const apiKey = () => process.env.TEST_API_KEY!;
@@ -70,7 +70,7 @@ export async function sendToBackground(page: Page) {
 
 /** One sweep, as the worker runs it (a short reap time: the tests' records are minutes old at most). */
 export function sweepOnce() {
-  execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "src/worker/sweeper.ts", "--once"], {
+  execFileSync(process.execPath, [...serverScriptArgs("src/worker/sweeper.ts"), "--once"], {
     env: { ...process.env, REAP_AFTER_MS: "1000", GATEWAY_TIMEOUT_MS: "500", LEASE_MARGIN_MS: "200" },
     stdio: "inherit",
   });

@@ -96,7 +96,7 @@ export async function startGateway(
   const { service, ready } = await startService(
     "gateway",
     process.execPath,
-    scriptArgs("src/gateway-sim/server.ts"),
+    serverScriptArgs("src/gateway-sim/server.ts"),
     { GATEWAY_PORT: String(opts.port), GATEWAY_DATABASE_URL: opts.databaseUrl, ...lag },
     `${url}/health`,
     url,
@@ -146,14 +146,14 @@ export const bundleOf = (dir: string, file: string) => path.join(dir, file.repla
  * an orphan, still working on the database (a fault run's "killed" dispatchers all kept posting, one with another
  * run's settings). In a test run that bundled it (TEST_BUNDLES), its bundle.
  */
-function scriptArgs(script: string): string[] {
+export function serverScriptArgs(script: string): string[] {
   const bundles = process.env.TEST_BUNDLES;
   if (bundles) return [...SERVER_CODE_FLAGS, "--enable-source-maps", bundleOf(bundles, script)];
   return ["--import", "tsx", ...SERVER_CODE_FLAGS, script];
 }
 
 function startServerScript(name: string, script: string, env: Env, output: Output): Service {
-  const child = spawn(process.execPath, scriptArgs(script), {
+  const child = spawn(process.execPath, serverScriptArgs(script), {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: stdio(output),
