@@ -23,7 +23,16 @@ import { bundleForRun } from "./lib/bundles";
 import { loadDotEnv, root, TEST_SEARCH_LAG_MS, testConfig } from "./lib/config";
 import { createDatabase } from "./lib/mariadbServer";
 import { prepareDatabase } from "./lib/prepareDatabase";
-import { bin, run, SERVER_CODE_FLAGS, startApp, startDispatcher, startGateway, type Service } from "./lib/processes";
+import {
+  BUNDLE_FLAGS,
+  bin,
+  run,
+  SERVER_CODE_FLAGS,
+  startApp,
+  startDispatcher,
+  startGateway,
+  type Service,
+} from "./lib/processes";
 import { FAULT_RUN_SECONDS } from "./lib/suite/lanes";
 import { filesOfShard, parseShard, secondsOf } from "./lib/suite/shards";
 import { warmUpDashboard } from "./lib/warmUp";
@@ -148,7 +157,7 @@ try {
   if (timesFile) reporters.push(`--test-reporter=${FILE_TIMES_REPORTER}`, `--test-reporter-destination=${timesFile}`);
   if (runNodeTests && files.length > 0) {
     // One file at a time: the fault tests kill and restart servers.
-    const flags = [...SERVER_CODE_FLAGS, "--enable-source-maps", "--test", "--test-concurrency=1"];
+    const flags = [...BUNDLE_FLAGS, "--test", "--test-concurrency=1"];
     await run(process.execPath, [...flags, ...reporters, ...testBundles], testEnv).catch((e) =>
       failures.push(String(e)),
     );

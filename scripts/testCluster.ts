@@ -11,7 +11,7 @@ import path from "node:path";
 import { bundleForRun } from "./lib/bundles";
 import { loadDotEnv, root } from "./lib/config";
 import { galeraMissing } from "./lib/galera";
-import { run, SERVER_CODE_FLAGS } from "./lib/processes";
+import { BUNDLE_FLAGS, run } from "./lib/processes";
 
 loadDotEnv();
 const missing = galeraMissing();
@@ -34,13 +34,7 @@ const files = readdirSync(path.join(root, "test/cluster"))
   .map((f) => `test/cluster/${f}`);
 try {
   const bundles = await bundleForRun(files);
-  const flags = [
-    ...SERVER_CODE_FLAGS,
-    "--enable-source-maps",
-    "--test",
-    "--test-concurrency=1",
-    "--test-reporter=spec",
-  ];
+  const flags = [...BUNDLE_FLAGS, "--test", "--test-concurrency=1", "--test-reporter=spec"];
   await run(process.execPath, [...flags, ...bundles]);
   console.log(`\ncluster test passed in ${Math.round((Date.now() - started) / 1000)} s`);
 } catch (error) {

@@ -135,6 +135,8 @@ export async function startApp(opts: { port: number; env: Env } & Output): Promi
  * database client) resolves to its empty module under the react-server condition.
  */
 export const SERVER_CODE_FLAGS = ["--conditions=react-server"];
+/** Node flags for a bundle of server code (bundles.ts): its failures name the .ts lines, by its source map. */
+export const BUNDLE_FLAGS = [...SERVER_CODE_FLAGS, "--enable-source-maps"];
 
 /** The server scripts that test runs start from bundles (bundles.ts). */
 export const SERVER_SCRIPTS = ["src/worker/sweeper.ts", "src/worker/dispatcher.ts", "src/gateway-sim/server.ts"];
@@ -148,7 +150,7 @@ export const bundleOf = (dir: string, file: string) => path.join(dir, file.repla
  */
 export function serverScriptArgs(script: string): string[] {
   const bundles = process.env.TEST_BUNDLES;
-  if (bundles) return [...SERVER_CODE_FLAGS, "--enable-source-maps", bundleOf(bundles, script)];
+  if (bundles) return [...BUNDLE_FLAGS, bundleOf(bundles, script)];
   return ["--import", "tsx", ...SERVER_CODE_FLAGS, script];
 }
 

@@ -13,7 +13,7 @@ import { loadavg } from "node:os";
 import path from "node:path";
 import { adminDatabaseUrl, root } from "../config";
 import { ensureServer } from "../mariadbServer";
-import { bin } from "../processes";
+import { BUNDLE_FLAGS, bin } from "../processes";
 import { makeRoomForLanes } from "./connections";
 import { failureDigest } from "./failureDigest";
 import { LANES } from "./lanes";
@@ -142,7 +142,7 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
     runLogged("lint", bin("biome"), ["check", "--error-on-warnings", "."]),
     // The spec reporter (a file gets TAP otherwise): an assertion's message on the line of its error.
     bundle(unitFiles(), path.join(root, ".data/bundles/unit")).then((files) =>
-      runLogged("unit", process.execPath, ["--enable-source-maps", "--test", "--test-reporter=spec", ...files]),
+      runLogged("unit", process.execPath, [...BUNDLE_FLAGS, "--test", "--test-reporter=spec", ...files]),
     ),
     ...(build ? [runLogged("build", bin("next"), ["build"], buildEnv)] : []),
   ]);
