@@ -11,14 +11,17 @@ import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
 
 export const apiKey = () => process.env.TEST_API_KEY!;
 
-export function charge(request: APIRequestContext, opts: { key?: string; amount?: number; customer?: string } = {}) {
+type ChargeOptions = { key?: string; card?: string; amount?: number; customer?: string };
+
+/** POST /api/charges with the run's API key: keyless unless `key` is given. */
+export function charge(request: APIRequestContext, opts: ChargeOptions = {}) {
   return request.post("/api/charges", {
     headers: { Authorization: `Bearer ${apiKey()}`, ...(opts.key ? { "Idempotency-Key": opts.key } : {}) },
     data: {
       amount_cents: opts.amount ?? 2500,
       currency: "usd",
-      card_token: "tok_visa",
-      customer_id: opts.customer ?? "cus_e2e_trust",
+      card_token: opts.card ?? "tok_visa",
+      customer_id: opts.customer ?? "cus_e2e",
     },
   });
 }
