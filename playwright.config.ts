@@ -8,7 +8,7 @@ export default defineConfig({
   // five pages on a phone) took over 60 s.
   timeout: 120_000,
   // An assertion polls until its condition holds: the default 5 s is too short a deadline for a page's round trip on
-  // a loaded CI machine (the suite runs five stacks on two cores); a passing assertion is no slower for it.
+  // a loaded CI machine (the suite runs six stacks on two cores); a passing assertion is no slower for it.
   expect: { timeout: 15_000 },
   workers: 1,
   reporter: [["list"]],

@@ -41,12 +41,12 @@ const e2eLanes: Lane[] = Array.from({ length: E2E_SHARDS }, (_, i) => ({
 }));
 
 /**
- * Five at once (runSuite.ts), in this order, so that the slots end together. Beside two CPU hogs (clean-clone runs,
- * 2026-12-06) the node-sim shards took about 8.3 min, the Stripe and browser shards cut in three 4.1-5.1, the fault
- * runs 2.4-2.9 and the cluster 2.2. Cut in two, the Stripe and browser shards (6.7) had left two slots two long
- * lanes deep (13.3 min) while the others idled; now the slots beside the node-sim shards take the longest of the
- * rest, so that what starts when those end is short (about 12.7). Smaller shards six at once were slower (CPU 18m24s
- * against 16m12s): together the lanes fill both cores, so more at once only stretched each.
+ * Six at once (runSuite.ts), in this order: the node-sim shards and the Stripe shards first, the browser shards in
+ * the Stripe shards' slots, the fault runs and the cluster (the shortest) after the node-sim shards. Clean-clone runs
+ * beside two CPU hogs, 2026-12-07: five at once 17m33s (the slots ended at 14m18s, the node-sim shards 8.5 min, a
+ * Stripe shard then a browser one about 11), six at once 15m18s (12m28s; the node-sim shards 9.1-10.0, the rest
+ * 2.5-6.7): the lanes wait more than they compute, so a sixth overlaps waits rather than stretching the others.
+ * (Smaller shards six at once, 2026-12-05, were slower: more stacks to boot.)
  */
 export const LANES: readonly Lane[] = [
   // The node:test integration files through the simulator's own protocol, then through the Stripe adapter (all but

@@ -1,8 +1,8 @@
 /**
  * `npm test` without arguments: the whole suite, as CI runs it. The checks that need no services (typecheck,
  * lint, unit tier) and one production build side by side; then the lanes (lanes.ts), at most TEST_LANES at once
- * (default 5; fewer if the MariaDB server has no room for them) on the slots of TEST_LANE_SLOTS (default
- * "1,2,3,4,5"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, the
+ * (default 6; fewer if the MariaDB server has no room for them) on the slots of TEST_LANE_SLOTS (default
+ * "1,2,3,4,5,6"). Every step's output goes to .data/test-lanes/<step>.log; the terminal gets a line per step, the
  * log's tail of whatever failed, the lines that say what failed and one summary line. Exit code 1 on any failure.
  */
 import { bundle } from "../bundles";
@@ -122,8 +122,8 @@ export async function runSuite({ build }: { build: boolean }): Promise<number> {
   const load = sampleLoad();
   rmSync(LOGS, { recursive: true, force: true });
   mkdirSync(LOGS, { recursive: true });
-  const slots = parseSlots(process.env.TEST_LANE_SLOTS ?? "1,2,3,4,5");
-  const wanted = Number(process.env.TEST_LANES ?? 5);
+  const slots = parseSlots(process.env.TEST_LANE_SLOTS ?? "1,2,3,4,5,6");
+  const wanted = Number(process.env.TEST_LANES ?? 6);
   if (!Number.isInteger(wanted) || wanted < 1) throw new Error("TEST_LANES must be a whole number, 1 or more");
   if (process.env.GATEWAY) console.log(`GATEWAY=${process.env.GATEWAY} is ignored: the suite runs both gateways`);
   console.log(`step logs: ${path.relative(root, LOGS)}/`);
