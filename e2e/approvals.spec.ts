@@ -5,23 +5,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { expect, test } from "@playwright/test";
-import { appQuery, apiKey, login, watchConsole } from "./lib";
+import { appQuery, login, madeCharge, watchConsole } from "./lib";
 
 test("a refund above the threshold waits for a second person, who approves it; the gateway refunds once", async ({
   browser,
   request,
 }) => {
-  const res = await request.post("/api/charges", {
-    headers: { Authorization: `Bearer ${apiKey()}` },
-    data: {
-      amount_cents: 6_000_000,
-      currency: "usd",
-      card_token: "tok_visa",
-      customer_id: `cus_big_${randomUUID().slice(0, 8)}`,
-    },
+  const { id: chargeId } = await madeCharge(request, {
+    amount: 6_000_000,
+    customer: `cus_big_${randomUUID().slice(0, 8)}`,
   });
-  expect(res.status()).toBe(201);
-  const chargeId = ((await res.json()) as { id: string }).id;
 
   const supportContext = await browser.newContext();
   const support = await supportContext.newPage();

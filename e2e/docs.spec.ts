@@ -7,7 +7,7 @@ const apiKey = process.env.TEST_API_KEY!;
 const documented = API_ERROR_CODES.filter((code) => code !== "client_closed_request");
 
 /**
- * Redoc renders the whole document in the browser: 1-2 s of CPU, which a CI machine running five stacks on two cores
+ * Redoc renders the whole document in the browser: 1-2 s of CPU, which a CI machine running six stacks on two cores
  * stretched past the 15 s an assertion waits. Its first heading's wait is a hang guard, not a speed verdict.
  */
 async function openDocs(page: Page, url: string) {

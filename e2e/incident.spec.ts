@@ -10,21 +10,14 @@
  */
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { expect, test, type APIRequestContext } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import * as mariadb from "mariadb";
 import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
-import { appQuery, charge, keylessRetry, login, searchRequestLog, sweepOnce } from "./lib";
+import { appQuery, keylessRetry, login, madeCharge, searchRequestLog, sweepOnce } from "./lib";
 
 test.use({ timezoneId: "Pacific/Auckland" });
 
 const run = randomUUID().slice(0, 8);
-
-/** A charge that must be made (201): its object. */
-async function madeCharge(request: APIRequestContext, opts: Parameters<typeof charge>[1] & { customer: string }) {
-  const res = await charge(request, { amount: 3100, ...opts });
-  expect(res.status()).toBe(201);
-  return (await res.json()) as { id: string; created_at: string };
-}
 
 /** A datetime-local value (local, to the second) `seconds` after one the page showed ("yyyy-MM-dd HH:mm:ss"). */
 const shifted = (shown: string, seconds: number) =>
@@ -43,8 +36,8 @@ test("support finds the keyless double charge among same-amount purchases, and t
     customer,
     retry.id,
   ]);
-  const otherCard = await madeCharge(request, { customer, card: "tok_mastercard" });
-  await madeCharge(request, { customer, card: "tok_amex", key: randomUUID() });
+  const otherCard = await madeCharge(request, { amount: 3100, customer, card: "tok_mastercard" });
+  await madeCharge(request, { amount: 3100, customer, card: "tok_amex", key: randomUUID() });
   const madeAt = Date.now();
 
   await login(page, "support");
@@ -128,7 +121,7 @@ test("support lists a customer's charges between two local times", async ({ page
 
 test("a pasted key opens its record; a partial one filters the list below the search", async ({ page, request }) => {
   const key = `e2e-land-${run}-${randomUUID()}`;
-  const made = await madeCharge(request, { customer: `cus_land_${run}`, key });
+  const made = await madeCharge(request, { amount: 3100, customer: `cus_land_${run}`, key });
   await login(page, "support");
   await page.getByLabel(/Search by an idempotency key/).fill(key);
   await page.getByRole("button", { name: "Search", exact: true }).click();
@@ -149,7 +142,7 @@ test("a record behind an open mismatch warns; an engineer closes it with a note,
   page,
   request,
 }) => {
-  const made = await madeCharge(request, { customer: `cus_ledger_${run}`, key: `e2e-ledger-${run}` });
+  const made = await madeCharge(request, { amount: 3100, customer: `cus_ledger_${run}`, key: `e2e-ledger-${run}` });
   const conn = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_APP_DATABASE_URL!));
   const [record] = await conn.query("SELECT idempotent_request_id AS id FROM charges WHERE id = ?", [made.id]);
   const run0 = await conn.query(
@@ -192,7 +185,7 @@ test("on a 390 px phone the lists are cards: key, amount, status and time read w
 }) => {
   const key = `e2e-phone-${run}-${randomUUID()}`;
   const customer = `cus_phone_${run}`;
-  await madeCharge(request, { customer, key });
+  await madeCharge(request, { amount: 3100, customer, key });
   await keylessRetry({ customer, card: "tok_slow_2500", amount: 3100 });
   await new Promise((r) => setTimeout(r, 6_000)); // past the duplicate scan's settle time
   sweepOnce();

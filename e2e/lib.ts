@@ -26,6 +26,13 @@ export function charge(request: APIRequestContext, opts: ChargeOptions = {}) {
   });
 }
 
+/** A charge that must be made (201): its object. */
+export async function madeCharge(request: APIRequestContext, opts: ChargeOptions = {}) {
+  const res = await charge(request, opts);
+  expect(res.status()).toBe(201);
+  return (await res.json()) as { id: string; created_at: string; gateway_charge_id: string };
+}
+
 export async function login(page: Page, who: "support" | "engineer") {
   await page.goto("/admin/login");
   await page.getByLabel("E-mail").fill(process.env[`TEST_${who.toUpperCase()}_EMAIL`]!);

@@ -3,22 +3,12 @@
  * double click, a second tab showing the same charge and a retry all end in one refund at the gateway.
  */
 import { randomUUID } from "node:crypto";
-import { expect, test, type APIRequestContext } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import * as mariadb from "mariadb";
-import { keylessRetry, login, searchRequestLog } from "./lib";
+import { keylessRetry, login, madeCharge, searchRequestLog } from "./lib";
 
 const apiKey = process.env.TEST_API_KEY!;
 const auth = { Authorization: `Bearer ${apiKey}` };
-
-/** A keyless charge, as a client without keys retries a timed-out purchase. */
-async function keylessCharge(request: APIRequestContext, customer: string) {
-  const res = await request.post("/api/charges", {
-    headers: auth,
-    data: { amount_cents: 2500, currency: "usd", card_token: "tok_visa", customer_id: customer },
-  });
-  expect(res.status()).toBe(201);
-  return (await res.json()) as { id: string; gateway_charge_id: string };
-}
 
 /** The refunds the simulated gateway made of a gateway charge: the money that really went back. */
 async function gatewayRefunds(gatewayChargeId: string): Promise<number> {
@@ -102,7 +92,7 @@ test("support refunds a keyless double charge once, despite a double click and a
 
 test("a partial refund, then the rest; the dialog refuses more than is left", async ({ page, request }) => {
   const customer = `cus_partial_${randomUUID().slice(0, 8)}`;
-  const charged = await keylessCharge(request, customer);
+  const charged = await madeCharge(request, { customer }); // keyless, as a client without keys retries a purchase
   await login(page, "support");
   await page.goto(`/admin/charges/${charged.id}`);
   const refunds = page.getByTestId("refunds");
@@ -136,7 +126,7 @@ test("a pasted refund id opens its charge; a pasted Request-Id opens the request
   request,
 }) => {
   const customer = `cus_search_${randomUUID().slice(0, 8)}`;
-  const charged = await keylessCharge(request, customer);
+  const charged = await madeCharge(request, { customer }); // keyless, as a client without keys retries a purchase
   const key = `e2e-refund-${randomUUID()}`;
   const refunded = await request.post("/api/refunds", {
     headers: { ...auth, "Idempotency-Key": key },

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { expect, test } from "@playwright/test";
-import { appQuery, keylessRetry, login, seriousAxeViolations, sweepOnce, watchConsole } from "./lib";
+import { appQuery, keylessRetry, login, madeCharge, seriousAxeViolations, sweepOnce, watchConsole } from "./lib";
 
 test.use({ timezoneId: "America/Los_Angeles" });
 
@@ -91,11 +91,7 @@ test("support's screens at 1280 and 390 px: axe clean, no console error, one tim
 
 test("on a phone the search box keeps its width after a search", async ({ page, request }) => {
   const key = `e2e-width-${run}`;
-  const res = await request.post("/api/charges", {
-    headers: { Authorization: `Bearer ${process.env.TEST_API_KEY}`, "Idempotency-Key": key },
-    data: { amount_cents: 500, currency: "usd", card_token: "tok_visa", customer_id: `cus_width_${run}` },
-  });
-  expect(res.status()).toBe(201);
+  await madeCharge(request, { key, amount: 500, customer: `cus_width_${run}` });
   await login(page, "support");
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto("/admin");

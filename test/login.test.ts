@@ -156,9 +156,10 @@ describe("staff sign-in", () => {
     // A hash that costs well above a request's own 20 ms (the test stack hashes at N=2^12, ~10 ms, which the
     // noise would drown), N=2^15, ~150 ms: an instance of its own, and an account whose hash is as strong.
     const port = Number(process.env.TEST_APP_PORT ?? 3100) + 18;
-    const app = await startAppInstance(port, { PASSWORD_SCRYPT_LOG2_N: "15" });
+    const log2N = 15;
+    const app = await startAppInstance(port, { PASSWORD_SCRYPT_LOG2_N: String(log2N) });
     const pid = app.child.pid!;
-    const strong = { N: 2 ** 15, r: 8, p: 1 };
+    const strong = { N: 2 ** log2N, r: 8, p: 1 };
     const account = await createStaffAccount("support", { passwordHash: await hashPassword("strong-enough", strong) });
     const browser = () => new Browser(`http://127.0.0.1:${port}`);
     const known: number[] = [];
