@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { serverScriptArgs } from "../scripts/lib/processes";
 import { randomUUID } from "node:crypto";
 import { hostname, userInfo } from "node:os";
 import { after, describe, test } from "node:test";
@@ -26,7 +26,7 @@ function cli(
   args: string[],
   input?: string,
 ): Promise<{ status: number | null; out: string; err: string }> {
-  const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, `scripts/${script}.ts`, ...args], {
+  const child = spawn(process.execPath, [...serverScriptArgs(`scripts/${script}.ts`), ...args], {
     env: process.env,
   });
   let out = "";

@@ -12,7 +12,7 @@ import * as mariadb from "mariadb";
 import { devConfig } from "../scripts/lib/config";
 import { connectionOptions, createDatabase, databaseName } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
-import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { serverScriptArgs } from "../scripts/lib/processes";
 
 /** This run's own database (the test runner's admin URL): the decoy. */
 const runDatabase = process.env.DATABASE_ADMIN_URL ?? process.env.DATABASE_URL!;
@@ -47,7 +47,7 @@ function cli(script: string, args: string[], vars: Vars): Promise<{ status: numb
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.DATABASE_ADMIN_URL;
   delete env.DATABASE_URL;
-  const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, `scripts/${script}.ts`, ...args], {
+  const child = spawn(process.execPath, [...serverScriptArgs(`scripts/${script}.ts`), ...args], {
     env: { ...env, ...vars },
   });
   let out = "";

@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import * as mariadb from "mariadb";
 import { createDatabase, PrivateMariaDb } from "../scripts/lib/mariadbServer";
 import { applyMigrations } from "../scripts/lib/migrate";
-import { SERVER_CODE_FLAGS, startGateway, type Service } from "../scripts/lib/processes";
+import { serverScriptArgs, startGateway, type Service } from "../scripts/lib/processes";
 import { chargesOfCustomer, refundsOfCharge } from "~/gateway-sim/inspect";
 import { mysqlConnectionOptions } from "~/lib/mysqlUrl";
 import { gatewayEnv, TEST_SEARCH_LAG_MS } from "../scripts/lib/config";
@@ -103,12 +103,12 @@ after(async () => {
  * test missed the app closing its idle keep-alive sockets meanwhile (after 5 s), and the next request went out
  * on a closed one ("other side closed"), when the CLI took that long on a busy machine.
  */
-async function runCli(script: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, ...script], { env, stdio: "inherit" });
+async function runCli([script, ...args]: [string, ...string[]], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [...serverScriptArgs(script), ...args], { env, stdio: "inherit" });
   const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
   const [code] = await once(child, "exit");
   clearTimeout(timer);
-  assert.equal(code, 0, `${script.join(" ")} exited ${code}`);
+  assert.equal(code, 0, `${[script, ...args].join(" ")} exited ${code}`);
 }
 
 /** One pass of the sweeper, as the worker runs it, with short timings. */

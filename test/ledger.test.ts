@@ -16,7 +16,7 @@ import { healingKeys } from "~/server/ledger/healLateCharge";
 import { describeCounts, reconcileLedger } from "~/server/ledger/reconcile";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
-import { SERVER_CODE_FLAGS } from "../scripts/lib/processes";
+import { serverScriptArgs } from "../scripts/lib/processes";
 import {
   chargeAtGateway,
   chargeBody,
@@ -486,7 +486,7 @@ describe("the reconciliation checks its gateway", () => {
   };
   const cli = (vars: Record<string, string>) =>
     new Promise<{ status: number | null; out: string }>((resolve) => {
-      const child = spawn("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/reconcile.ts"], {
+      const child = spawn(process.execPath, serverScriptArgs("scripts/reconcile.ts"), {
         env: { ...process.env, ...vars },
         stdio: ["ignore", "pipe", "pipe"],
       });

@@ -15,7 +15,7 @@ import { sendAgain, sendTestEvent } from "~/server/webhooks/deliveries";
 import { deliver } from "~/server/webhooks/dispatcher";
 import { createCaller } from "~/server/trpc/root";
 import { createInnerTRPCContext } from "~/server/trpc/trpc";
-import { SERVER_CODE_FLAGS, startDispatcher } from "../scripts/lib/processes";
+import { serverScriptArgs, startDispatcher } from "../scripts/lib/processes";
 import {
   APP_URL,
   assertError,
@@ -486,7 +486,7 @@ describe("managing endpoints from the dashboard and the CLI", () => {
   test("npm run webhooks: create (the secret printed once), list, rotate, test, delete", async () => {
     const client = await newApiClient("webhooks cli");
     const cli = (...args: string[]) =>
-      execFileSync("node_modules/.bin/tsx", [...SERVER_CODE_FLAGS, "scripts/webhooks.ts", ...args, "--actor", "ci"], {
+      execFileSync(process.execPath, [...serverScriptArgs("scripts/webhooks.ts"), ...args, "--actor", "ci"], {
         encoding: "utf8",
         env: { ...process.env, DATABASE_ADMIN_URL: process.env.DATABASE_ADMIN_URL },
       });

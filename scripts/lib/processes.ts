@@ -138,8 +138,11 @@ export const SERVER_CODE_FLAGS = ["--conditions=react-server"];
 /** Node flags for a bundle of server code (bundles.ts): its failures name the .ts lines, by its source map. */
 export const BUNDLE_FLAGS = [...SERVER_CODE_FLAGS, "--enable-source-maps"];
 
-/** The server scripts that test runs start from bundles (bundles.ts). */
-export const SERVER_SCRIPTS = ["src/worker/sweeper.ts", "src/worker/dispatcher.ts", "src/gateway-sim/server.ts"];
+/** The server scripts that test runs start from bundles (bundles.ts): the workers, the gateway, the CLIs tests run. */
+export const SERVER_SCRIPTS = [
+  ...["src/worker/sweeper.ts", "src/worker/dispatcher.ts", "src/gateway-sim/server.ts"],
+  ...["scripts/clients.ts", "scripts/staff.ts", "scripts/reconcile.ts", "scripts/webhooks.ts", "scripts/migrate.ts"],
+];
 export const bundleOf = (dir: string, file: string) => path.join(dir, file.replace(/\.tsx?$/, ".mjs"));
 
 /**
