@@ -22,6 +22,7 @@ import {
   recordOf,
   refundedOf,
   uniqueKey,
+  untilFinal,
   type ApiResponse,
 } from "./helpers";
 import { BOUND_MS, startShortTimingsApp, TIMINGS } from "./shortTimings";
@@ -40,26 +41,14 @@ after(async () => {
   await closeConnections();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A client's loop gives up this long after its start: a hang guard, far past the bound the answers keep. */
+const GIVE_UP_MS = BOUND_MS + 30_000;
 
 const get = async (path: string): Promise<ApiResponse> => {
   const res = await fetch(`${URL}${path}`, { headers: { Authorization: `Bearer ${apiKey}` } });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
 };
-
-/** A client's loop: `ask` every `everyMs` until an answer that is not "retry later" (its body's retryable). */
-async function untilFinal(ask: () => Promise<ApiResponse>, everyMs: number) {
-  const giveUpAt = Date.now() + BOUND_MS + 30_000;
-  let requests = 0;
-  for (;;) {
-    const res = await ask();
-    requests += 1;
-    if (res.status < 400 || res.json?.error?.retryable === false) return { res, requests };
-    assert.ok(Date.now() < giveUpAt, `still ${res.status} ${res.json?.error?.code} after ${requests} requests`);
-    await sleep(everyMs);
-  }
-}
 
 /**
  * The operation's record is complete, written off, within the bound of its first attempt (both times are the
@@ -97,10 +86,10 @@ describe("an operation whose gateway never carries it out is final in bounded ti
   test("a client retrying POST every second: gateway calls within the attempt window, then the answer", async () => {
     const key = uniqueKey("retrier");
     const body = chargeBody({ card_token: "tok_error" });
-    const { res, requests } = await untilFinal(
-      () => postTo("/api/charges", { apiKey, key, body, baseUrl: URL }),
-      1_000,
-    );
+    const { res, requests } = await untilFinal(() => postTo("/api/charges", { apiKey, key, body, baseUrl: URL }), {
+      everyMs: 1_000,
+      timeoutMs: GIVE_UP_MS,
+    });
     assert.equal(res.status, 500, res.text);
     assert.equal(res.json.error.code, "request_abandoned");
     assert.ok(requests > 2, `the client kept retrying (${requests} requests)`);
@@ -113,7 +102,10 @@ describe("an operation whose gateway never carries it out is final in bounded ti
     const body = chargeBody({ card_token: "tok_error" });
     const first = await postTo("/api/charges", { apiKey, key, body, baseUrl: URL });
     assert.equal(first.status, 503, first.text);
-    const { res, requests } = await untilFinal(() => get(`/api/charges?idempotency_key=${key}`), 2_000);
+    const { res, requests } = await untilFinal(() => get(`/api/charges?idempotency_key=${key}`), {
+      everyMs: 2_000,
+      timeoutMs: GIVE_UP_MS,
+    });
     assert.equal(res.json.error.code, "request_abandoned", res.text);
     assert.ok(requests > 1);
     await assertFinalInTime(key, CHARGES_ROUTE);
@@ -124,7 +116,10 @@ describe("an operation whose gateway never carries it out is final in bounded ti
     const first = await postTo("/api/charges", { apiKey, body: chargeBody({ card_token: "tok_error" }), baseUrl: URL });
     assert.equal(first.status, 502, first.text);
     const requestId = first.json.error.request_id as string;
-    const { res } = await untilFinal(() => get(`/api/charges?request_id=${requestId}`), 2_000);
+    const { res } = await untilFinal(() => get(`/api/charges?request_id=${requestId}`), {
+      everyMs: 2_000,
+      timeoutMs: GIVE_UP_MS,
+    });
     assert.equal(res.json.error.code, "request_abandoned", res.text);
     await assertFinalInTime(null, CHARGES_ROUTE, requestId);
   });
@@ -135,11 +130,14 @@ describe("an operation whose gateway never carries it out is final in bounded ti
     const bodies = { retrier: { charge, amount_cents: 400 }, poller: { charge, amount_cents: 500 } };
     const retrier = untilFinal(
       () => postTo("/api/refunds", { apiKey, key: retrierKey, body: bodies.retrier, baseUrl: URL }),
-      1_000,
+      { everyMs: 1_000, timeoutMs: GIVE_UP_MS },
     );
     const polled = await postTo("/api/refunds", { apiKey, key: pollerKey, body: bodies.poller, baseUrl: URL });
     assert.equal(polled.status, 503, polled.text);
-    const poller = untilFinal(() => get(`/api/refunds?idempotency_key=${pollerKey}`), 2_000);
+    const poller = untilFinal(() => get(`/api/refunds?idempotency_key=${pollerKey}`), {
+      everyMs: 2_000,
+      timeoutMs: GIVE_UP_MS,
+    });
     for (const [{ res }, key, body] of [
       [await retrier, retrierKey, bodies.retrier],
       [await poller, pollerKey, bodies.poller],

@@ -176,6 +176,22 @@ export async function startAppInstance(port: number, env: Record<string, string>
   return startApp({ port, env: { ...process.env, ...appDatabase, ...env }, quiet: true });
 }
 
+/**
+ * A client's loop: `ask` every `everyMs` until an answer that is not "retry later" (its body's `retryable`), and
+ * how many requests that took; fails past `timeoutMs`, a hang guard.
+ */
+export async function untilFinal(ask: () => Promise<ApiResponse>, { everyMs = 250, timeoutMs = 60_000 } = {}) {
+  const giveUpAt = Date.now() + timeoutMs;
+  let requests = 0;
+  for (;;) {
+    const res = await ask();
+    requests += 1;
+    if (res.status < 400 || res.json?.error?.retryable === false) return { res, requests };
+    assert.ok(Date.now() < giveUpAt, `still ${res.status} ${res.json?.error?.code} after ${requests} requests`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 export async function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined | false>,
