@@ -11,9 +11,7 @@
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { expect, test } from "@playwright/test";
-import * as mariadb from "mariadb";
-import { mysqlConnectionOptions } from "../src/lib/mysqlUrl";
-import { appQuery, keylessRetry, login, madeCharge, searchRequestLog, sweepOnce } from "./lib";
+import { appConnection, appQuery, keylessRetry, login, madeCharge, searchRequestLog, sweepOnce } from "./lib";
 
 test.use({ timezoneId: "Pacific/Auckland" });
 
@@ -143,7 +141,7 @@ test("a record behind an open mismatch warns; an engineer closes it with a note,
   request,
 }) => {
   const made = await madeCharge(request, { amount: 3100, customer: `cus_ledger_${run}`, key: `e2e-ledger-${run}` });
-  const conn = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_APP_DATABASE_URL!));
+  const conn = await appConnection();
   const [record] = await conn.query("SELECT idempotent_request_id AS id FROM charges WHERE id = ?", [made.id]);
   const run0 = await conn.query(
     `INSERT INTO reconciliation_runs (instance, started_at, window_start, window_end)

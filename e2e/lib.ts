@@ -86,9 +86,16 @@ export function sweepOnce() {
   });
 }
 
+/**
+ * A connection to the app's database, as the tests' admin user. Its connect timeout is a hang guard: the driver's
+ * 1 s default once failed a data set's query while the machine was busy.
+ */
+export const appConnection = () =>
+  mariadb.createConnection({ ...mysqlConnectionOptions(process.env.TEST_APP_DATABASE_URL!), connectTimeout: 10_000 });
+
 /** A query on the app's database, as the tests' admin user. */
 export async function appQuery<T = Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<T[]> {
-  const conn = await mariadb.createConnection(mysqlConnectionOptions(process.env.TEST_APP_DATABASE_URL!));
+  const conn = await appConnection();
   try {
     return (await conn.query(sql, values)) as T[];
   } finally {
