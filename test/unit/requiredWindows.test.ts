@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RequiredWindows } from "../../scripts/lib/faults/requiredWindows";
+import { mustBeRefused, RequiredWindows } from "../../scripts/lib/faults/requiredWindows";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -79,4 +79,14 @@ test("windows of different clients are independent", async () => {
   await b.ending;
   assert.equal(windows.windows.length, 2);
   assertWindowsWereRequired(windows, db.switches);
+});
+
+test("only a keyless request answered inside a window had to be refused: one given up on may be read after it", () => {
+  const windows = [{ client: 0 as const, from: 1_000, to: 9_000 }];
+  const keyless = { client: 0 as const, key: null, sentAt: 2_000, doneAt: 4_000 };
+  assert.equal(mustBeRefused(windows, { ...keyless, status: 400 }), true, "answered inside: read inside");
+  assert.equal(mustBeRefused(windows, keyless), false, "given up on: the server may read it after the window");
+  assert.equal(mustBeRefused(windows, { ...keyless, status: 201, key: "k" }), false, "a keyed request");
+  assert.equal(mustBeRefused(windows, { ...keyless, status: 201, client: 1 }), false, "another client's window");
+  assert.equal(mustBeRefused(windows, { ...keyless, status: 201, doneAt: 9_500 }), false, "answered after the end");
 });

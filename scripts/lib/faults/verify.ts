@@ -13,7 +13,7 @@ import { REFUNDS_ROUTE } from "~/server/refunds/refundOperation";
 import { env } from "~/env";
 import { answeredLate, boundMs, longestSweepGap, type Outage, type Sweep } from "./finalInTime";
 import { contradictedAnswers, type NoMoneyAnswer } from "./noMoneyAnswers";
-import type { RequiredWindow } from "./requiredWindows";
+import { mustBeRefused, type RequiredWindow } from "./requiredWindows";
 import type { ChargeObservation, Observation, RefundObservation } from "./run";
 import { allGatewayRefunds, verifyRefunds } from "./verifyRefunds";
 
@@ -119,8 +119,7 @@ export async function verifyRun(
     );
   let insideWindows = 0;
   for (const o of observations) {
-    const refusable =
-      o.key === null && requiredWindows.some((w) => w.client === o.client && o.sentAt! >= w.from && o.doneAt! <= w.to);
+    const refusable = mustBeRefused(requiredWindows, o);
     if (refusable) insideWindows += 1;
     if (o.route === "refunds") {
       // A keyless refund sent and answered inside the window: refused whatever its body (the header's error comes
@@ -146,8 +145,8 @@ export async function verifyRun(
       if (charge?.status !== "failed")
         violations.push(`${what}: answered 402 for charge ${o.chargeId}, not a failed charge in the app`);
     }
-    // A keyless request sent and answered (or given up on) while the header was required of its client: its mode
-    // read saw "required", whatever reached the client, so nothing may be charged for it on either side.
+    // A keyless request sent and answered while the header was required of its client: its mode read saw
+    // "required", so nothing may be charged for it on either side.
     if (refusable || (o.status === 400 && o.code === "idempotency_key_required")) {
       if (o.key !== null) violations.push(`${what}: a keyed request was told its key is required`);
       // 503 or 500 are fine (the database was down before its mode was known), a charge's answer is not.
