@@ -46,6 +46,7 @@ const e2eLanes: Lane[] = Array.from({ length: E2E_SHARDS }, (_, i) => ({
  * beside two CPU hogs, 2026-12-07: five at once 17m33s (the slots ended at 14m18s, the node-sim shards 8.5 min, a
  * Stripe shard then a browser one about 11), six at once 15m18s (12m28s; the node-sim shards 9.1-10.0, the rest
  * 2.5-6.7): the lanes wait more than they compute, so a sixth overlaps waits rather than stretching the others.
+ * Seven at once, the same day, 18m23s: the node-sim shards 12-14 min, the suite's CPU 19m47s against 15m31s for six.
  * (Smaller shards six at once, 2026-12-05, were slower: more stacks to boot.)
  */
 export const LANES: readonly Lane[] = [
