@@ -16,21 +16,23 @@ export async function setupCuttingProxy(upstreamPort: number, cuts: number) {
       sockets.add(s);
       s.on("close", () => sockets.delete(s));
     }
-    let pending = Buffer.alloc(0);
-    let commands = 0;
+    // Packets are read only until the first command; after it the proxy just passes bytes on.
+    let unread = Buffer.alloc(0);
+    let commandSeen = false;
     client.on("data", (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 4 && pending.length >= 4 + pending.readUIntLE(0, 3)) {
-        const isCommand = pending[3] === 0;
-        pending = pending.subarray(4 + pending.readUIntLE(0, 3));
-        if (!isCommand || commands++ > 0) continue;
-        if (cut < cuts) {
+      if (!commandSeen) {
+        unread = Buffer.concat([unread, chunk]);
+        while (!commandSeen && unread.length >= 4 && unread.length >= 4 + unread.readUIntLE(0, 3)) {
+          commandSeen = unread[3] === 0;
+          unread = unread.subarray(4 + unread.readUIntLE(0, 3));
+        }
+        if (commandSeen && cut < cuts) {
           cut += 1;
           client.resetAndDestroy(); // an RST: the client's read fails with ECONNRESET, as when the server is killed
           upstream.destroy();
           return;
         }
-        passed += 1;
+        if (commandSeen) passed += 1;
       }
       upstream.write(chunk);
     });

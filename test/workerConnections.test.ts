@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
 import { after, test } from "node:test";
-import { startDispatcher, startSweeper, type Service } from "../scripts/lib/processes";
+import { isRunning, startDispatcher, startSweeper, type Service } from "../scripts/lib/processes";
 import { closeConnections, db, waitFor } from "./helpers";
 import { setupCuttingProxy } from "./setupCuttingProxy";
 
@@ -22,10 +22,10 @@ const through = (proxy: { port: number }) => {
 };
 // The setting the driver applies to every connection it opens, whatever the test stack's defaults.
 const workerEnv = { SWEEP_INTERVAL_MS: "1000", DATABASE_LOCK_WAIT_TIMEOUT_S: "20" };
-const alive = (service: Service) => service.child.exitCode === null && service.child.signalCode === null;
 /** Fails at once, not at the timeout, when a worker has died. */
 function living(...services: Service[]) {
-  for (const s of services) assert.ok(alive(s), `the ${s.name} died (exit ${s.child.exitCode}, ${s.child.signalCode})`);
+  for (const s of services)
+    assert.ok(isRunning(s.child), `the ${s.name} died (exit ${s.child.exitCode}, ${s.child.signalCode})`);
 }
 
 test("a sweeper and a dispatcher whose first connections are cut off as they are set up work on", async () => {

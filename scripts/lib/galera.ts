@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import * as mariadb from "mariadb";
 import { slotPort, testSlot } from "./config";
-import { stopChild } from "./processes";
+import { isRunning, stopChild } from "./processes";
 
 export const GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so";
 const SERVER = "/usr/sbin/mariadbd";
@@ -65,7 +65,7 @@ export class GaleraNode {
   }
 
   get running(): boolean {
-    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+    return this.child !== undefined && isRunning(this.child);
   }
 
   /** Starts the node: `bootstrap` for the first of a new cluster, else it joins the others (state transfer). */

@@ -24,13 +24,16 @@ export async function waitForHttp(url: string, timeoutMs: number, child?: ChildP
   }
 }
 
+/** Whether a child process still runs: it has ended neither by an exit code nor by a signal. */
+export const isRunning = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
 /**
  * `signal` (SIGTERM by default), then SIGKILL if the process has not exited
  * within 5 s. A process that already ended, by code or by signal, is left be:
  * its "exit" event has fired and waiting for it again would never return.
  */
 export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (!isRunning(child)) return;
   const exited = new Promise((r) => child.once("exit", r));
   child.kill(signal);
   const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);

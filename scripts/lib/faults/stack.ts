@@ -14,7 +14,15 @@ import { hashApiKey } from "~/server/auth/apiKeyHash";
 import { adminDatabaseUrl, gatewayEnv, root, TEST_SEARCH_LAG_MS, testSlot } from "../config";
 import { createDatabase, PrivateMariaDb } from "../mariadbServer";
 import { applyMigrations } from "../migrate";
-import { startApp, startDispatcher, startGateway, startSweeper, stopChild, type Service } from "../processes";
+import {
+  isRunning,
+  startApp,
+  startDispatcher,
+  startGateway,
+  startSweeper,
+  stopChild,
+  type Service,
+} from "../processes";
 
 export const RUN_TIMINGS = {
   GATEWAY_TIMEOUT_MS: "1500",
@@ -160,7 +168,7 @@ export async function startFaultStack() {
       dispatchers = startDispatchers(count);
     },
     /** How many dispatchers run now. */
-    dispatcherCount: () => dispatchers.filter((d) => d.child.exitCode === null && d.child.signalCode === null).length,
+    dispatcherCount: () => dispatchers.filter((d) => isRunning(d.child)).length,
     async stopSweeper() {
       await sweeper.stop();
     },
